@@ -1,0 +1,26 @@
+"""The command line: thin. Each command module parses, calls one library function, and prints.
+
+Bad input never shows a traceback: :class:`ContextkitError` becomes a message on stderr and exit
+code 2. Each command lives in its own module and registers itself on :data:`app` when imported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from contextkit.cli._app import app, console_error
+from contextkit.errors import ContextkitError
+
+# Command modules register on import. Keep one line per module.
+from contextkit.cli import validate as _validate  # noqa: E402, F401  (registers commands)
+
+
+def main() -> None:
+    try:
+        app()
+    except ContextkitError as exc:
+        console_error(str(exc))
+        sys.exit(2)
+
+
+__all__ = ["app", "main"]

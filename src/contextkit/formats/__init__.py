@@ -1,0 +1,85 @@
+"""File and wire formats: one module per format, each a reader (and a writer where it makes sense).
+
+``load(path)`` detects the format from the file's head and returns a :class:`LoadedFile`. A file
+no reader recognises raises :class:`UnknownFormatError` listing what was tried. Readers are strict
+by default (the first bad record is an error naming file and line); ``lenient=True`` skips bad
+records and lists each one in ``LoadedFile.skipped``.
+
+A reader module exposes ``READER``, an object with ``name``, ``sniff(path, head) -> bool`` and
+``read(path, *, lenient) -> LoadedFile``. Detection asks the readers in ``_READER_MODULES`` order,
+most specific first.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+from contextkit.errors import FormatError, UnknownFormatError
+from contextkit.formats._io import read_head
+from contextkit.session import LoadedFile
+
+
+class FormatReader(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """True when the file (its name and its first bytes) looks like this format."""
+        ...
+
+    def read(self, path: Path, *, lenient: bool = False) -> LoadedFile: ...
+
+
+# Most specific first: a reader later in the list may accept what an earlier one rejects.
+_READER_MODULES: tuple[str, ...] = (
+)
+
+
+@cache
+def readers() -> tuple[FormatReader, ...]:
+    out: list[FormatReader] = []
+    for module in _READER_MODULES:
+        out.append(importlib.import_module(f"contextkit.formats.{module}").READER)
+    return tuple(out)
+
+
+def format_names() -> tuple[str, ...]:
+    return tuple(r.name for r in readers())
+
+
+def detect(path: str | Path) -> FormatReader:
+    """The reader for ``path``, or :class:`UnknownFormatError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise FormatError(p, "no such file" if not p.exists() else "not a regular file")
+    head = read_head(p)
+    if not head.strip():
+        raise UnknownFormatError(p, "the file is empty")
+    for reader in readers():
+        if reader.sniff(p, head):
+            return reader
+    raise UnknownFormatError(
+        p, "not a recognised session format (tried: " + ", ".join(format_names()) + ")"
+    )
+
+
+def load(path: str | Path, *, lenient: bool = False, format: str | None = None) -> LoadedFile:
+    """Read one file, detecting its format unless ``format`` names one."""
+    p = Path(path)
+    if format is None:
+        return detect(p).read(p, lenient=lenient)
+    for reader in readers():
+        if reader.name == format:
+            return reader.read(p, lenient=lenient)
+    raise UnknownFormatError(p, f"unknown format {format!r} (known: {', '.join(format_names())})")
+
+
+def load_many(paths: Sequence[str | Path], *, lenient: bool = False) -> list[LoadedFile]:
+    return [load(p, lenient=lenient) for p in paths]
+
+
+__all__ = ["FormatReader", "detect", "format_names", "load", "load_many", "readers"]

@@ -1,0 +1,95 @@
+"""Shared reading helpers for the format readers: bytes in, JSON values out, errors with lines.
+
+Every reader goes through these so that bad input (invalid UTF-8, a truncated line, a value of the
+wrong type) is reported the same way: a :class:`FormatError` naming the file and the line, or, in
+lenient mode, a :class:`SkippedRecord` per line passed over.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextkit.errors import FormatError
+from contextkit.session import SkippedRecord
+
+HEAD_BYTES = 65536
+
+
+def read_head(path: Path, size: int = HEAD_BYTES) -> str:
+    """The first bytes of a file as text (undecodable bytes replaced), for format sniffing."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
+
+
+@dataclass
+class Skips:
+    """Collects what a lenient read passes over; raises at once when not lenient."""
+
+    path: Path
+    lenient: bool
+    records: list[SkippedRecord] = field(default_factory=list)
+
+    def fail(self, reason: str, line: int | None = None) -> None:
+        """Report a bad record: an error, or (lenient) a skip to be listed."""
+        if not self.lenient:
+            raise FormatError(self.path, reason, line)
+        self.records.append(SkippedRecord(path=str(self.path), line=line, reason=reason))
+
+
+def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line holding a JSON object."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            skips.fail(f"invalid UTF-8 at byte {exc.start} of the line", number)
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            skips.fail(f"not valid JSON ({exc.msg} at column {exc.colno})", number)
+            continue
+        if not isinstance(value, dict):
+            skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
+            continue
+        yield number, value
+
+
+def load_json(path: Path) -> Any:
+    """Parse a whole-file JSON document; errors name the line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(path, "invalid UTF-8", line) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"not valid JSON ({exc.msg})", exc.lineno) from None
+
+
+def first_json_object(head: str) -> dict[str, Any] | None:
+    """The first line of ``head`` parsed as a JSON object, or None (for JSONL sniffing)."""
+    line = head.split("\n", 1)[0].strip()
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
