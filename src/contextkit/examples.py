@@ -8,7 +8,7 @@ responses quote identifiers, paths, numbers and error strings that earlier tool 
 a strategy that drops them can be scored on what it lost.
 
 ``generate_session(ExampleSpec(...))`` returns a :class:`Session` whose calls carry exact requests
-(``exact=True``), responses, timestamps and stop reasons, and no recorded usage (nothing was billed).
+(``exact=True``), responses, timestamps and stop reasons, and no recorded usage (none was billed).
 """
 
 from __future__ import annotations
