@@ -1,0 +1,523 @@
+"""Provider prompt-cache simulator: which input tokens of each call are read, written or uncached.
+
+Contract: :func:`simulate_cache` (or :class:`CacheSimulator` one call at a time) takes requests in
+the order they were sent, each with its start time, and returns one frozen :class:`CachedCall` per
+request: the input split into Anthropic's token classes (:class:`~contextkit.session.Usage`, output
+left at 0), the context size, the tokens never sent before, and every rule the request breaks.
+
+Anthropic (:class:`AnthropicCache`, REFERENCE.md "Anthropic prompt caching"):
+
+- The prefix is the blocks in order tools -> system -> messages (one position per tool, system
+  block and message content block; a string message is one position). A cache entry is keyed by
+  the exact prefix up to a block: a hash chain of block contents (``cache_control`` left out, so
+  moving a breakpoint does not change a key), seeded by the model; the messages level also mixes in
+  ``tool_choice``, ``thinking`` and whether the request holds images, so those invalidate the
+  messages cache only, a system change invalidates system and messages, a tool change everything.
+- Breakpoints: ``cache_control`` on tools, system blocks and message blocks, plus automatic caching
+  (top-level ``cache_control``: the last cacheable block). More than 4, a 1h breakpoint after a 5m
+  one, or ``cache_control`` on a thinking block are errors the provider raises: they are reported in
+  ``CachedCall.errors`` and the request is still priced as sent. A breakpoint whose prefix is below
+  the model's minimum cacheable length caches nothing.
+- A read walks back from each breakpoint at most 20 positions (the breakpoint itself first) for an
+  entry written by a request that started earlier and is still alive; the furthest hit wins and is
+  refreshed (TTL counted again from this request's start). Entries named by this request's own
+  breakpoints inside the read prefix are refreshed too (an assumption: they are read through).
+  Each breakpoint beyond the read writes an entry; the tokens between the read and the last such
+  breakpoint are billed as writes at the TTL of the breakpoint closing each stretch.
+- Requests without breakpoints get them from a :data:`Placement` policy; ``"claude-code"`` mimics
+  Claude Code, whose transcripts do not record them. Traffic captured from Claude Code (2025,
+  claude-trace) marks every system block and the last block of the last two messages: the
+  previous call's last message stays a breakpoint, so each call reads what the one before wrote
+  and writes only the new turn. Claude Code on subscriptions writes with the 1h TTL (recorded
+  usage shows only 1h writes); API-key users get 5m.
+- Hidden prefix: files that omit system prompt and tools pass :class:`PrefixPart` s of known size
+  that stand before every request; a ``warm`` part was cached before the first call.
+
+OpenAI (:class:`OpenAICache`): automatic prefix caching, no breakpoints, no write charge. The cached
+share is the longest prefix (at block boundaries) shared with a request seen within the retention
+window, counted from 1,024 tokens in 128-token steps.
+
+Cost: a request's flattened prefix is derived from the previous request's by object identity
+(messages reused by structural sharing are not looked at again) and block contents are hashed once
+per block object, so a session costs O(unique blocks) hashing plus cheap per-call pointer checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextkit.messages import (
+    Block,
+    Conversation,
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    Tool,
+)
+from contextkit.reference import tool_use_overhead
+from contextkit.session import Record, Usage
+from contextkit.tokens import TokenCounter
+
+TTL_5M_S = 300
+TTL_1H_S = 3600
+UNTIMED_STEP_S = 0.001
+"""Calls without a timestamp are taken as sent back to back, this far apart."""
+
+Placement: TypeAlias = Literal["as-sent", "auto", "claude-code", "off"]
+"""Breakpoints for a request that carries none: ``as-sent`` adds none, ``auto`` one on the last
+cacheable block, ``claude-code`` Claude Code's own (see the module docstring); ``off`` ignores every
+breakpoint, as if caching were not used."""
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AnthropicCache(_Config):
+    kind: Literal["anthropic"] = "anthropic"
+    min_tokens: int = Field(1024, ge=0)
+    """Shortest cacheable prefix (``reference.min_cacheable_tokens(model)``)."""
+    placement: Placement = "as-sent"
+    ttl_s: int = TTL_5M_S
+    """TTL of the breakpoints a placement policy adds (300 or 3600)."""
+    lookback_blocks: int = Field(20, ge=1)
+    max_breakpoints: int = 4
+    tool_overhead: bool = True
+    """Count the hidden tool-use system prompt when a request carries tools."""
+
+
+class OpenAICache(_Config):
+    kind: Literal["openai"] = "openai"
+    min_tokens: int = 1024
+    step_tokens: int = 128
+    retention_s: float = 300.0
+    """In-memory retention is 5-10 minutes; 86,400 for ``prompt_cache_retention="24h"``."""
+
+
+CacheConfig: TypeAlias = AnthropicCache | OpenAICache
+
+
+class PrefixPart(_Config):
+    """Tokens that stand before every request but are not in it (a hidden system prompt)."""
+
+    tokens: int = Field(ge=0)
+    ttl_s: int | None = TTL_5M_S
+    """TTL of a breakpoint at the end of this part (None: no breakpoint)."""
+    warm: bool = False
+    """Already cached when the first call starts (written by a request outside the session)."""
+    label: str = "hidden prefix"
+
+
+class CachedCall(Record):
+    """One request as the cache saw it."""
+
+    usage: Usage
+    """Input split into uncached, written (5m, 1h) and read tokens; ``output_tokens`` is 0."""
+    context_tokens: int
+    new_tokens: int
+    """Tokens of blocks whose content no earlier request carried."""
+    breakpoints: int
+    read_blocks: int = 0
+    """Prefix positions read from the cache."""
+    errors: tuple[str, ...] = ()
+
+
+@dataclass
+class _Flat:
+    """A request flattened to block positions; rebuilt incrementally from the previous one."""
+
+    model: str | None = None
+    tools: tuple[Tool, ...] | None = None
+    system: object = None
+    params: object = None
+    base: int = 0  # tokens before the first position (counter framing, tool-use prompt)
+    n_head: int = 0  # positions of hidden prefix + tools + system
+    keys: list[int] = field(default_factory=list)
+    acc: list[int] = field(default_factory=list)  # running token sum through each position
+    marks: dict[int, int] = field(default_factory=dict)  # position -> ttl_s of an explicit mark
+    bad_marks: list[int] = field(default_factory=list)  # marked thinking blocks
+    cacheable: list[bool] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    msg_start: list[int] = field(default_factory=list)
+    msg_images: list[int] = field(default_factory=list)
+
+    def cum(self, pos: int) -> int:
+        """Input tokens up to and including ``pos`` (-1: none)."""
+        return self.base + self.acc[pos] if pos >= 0 else 0
+
+    @property
+    def total(self) -> int:
+        return self.cum(len(self.acc) - 1) if self.acc else self.base
+
+    def truncate(self, n_messages: int) -> None:
+        cut = self.msg_start[n_messages] if n_messages < len(self.messages) else len(self.keys)
+        for seq in (self.keys, self.acc, self.cacheable):
+            del seq[cut:]
+        self.marks = {p: t for p, t in self.marks.items() if p < cut}
+        self.bad_marks = [p for p in self.bad_marks if p < cut]
+        for lst in (self.messages, self.msg_start, self.msg_images):
+            del lst[n_messages:]
+
+
+def _ttl_of(mark: object) -> int | None:
+    if not isinstance(mark, dict):
+        return None
+    return TTL_1H_S if mark.get("ttl") == "1h" else TTL_5M_S
+
+
+def _mark(obj: BaseModel) -> int | None:
+    extra = obj.model_extra
+    return _ttl_of(extra.get("cache_control")) if extra else None
+
+
+def _canon(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class CacheSimulator:
+    """The cache of one account and model family, fed one request at a time."""
+
+    def __init__(
+        self,
+        config: CacheConfig,
+        counter: TokenCounter,
+        prefix: Sequence[PrefixPart] = (),
+    ) -> None:
+        self.config = config
+        self.counter = counter
+        self.prefix = tuple(prefix)
+        self._flat = _Flat()
+        self._digests: dict[int, tuple[object, int, int]] = {}  # id -> (obj, digest, tokens)
+        self._strings: dict[str, int] = {}
+        self._seen: set[int] = set()
+        self._new = 0
+        self._entries: dict[int, list[float]] = {}  # key -> [written_at, expires_at, ttl_s]
+        self._last_t: float | None = None
+        self._calls = 0
+        self._framing = counter.count_conversation(Conversation())
+
+    # --- flattening -----------------------------------------------------------------------
+
+    def _block(self, block: Block | Tool) -> tuple[int, int]:
+        """(content digest, tokens) of a tool or block, memoised by object."""
+        hit = self._digests.get(id(block))
+        if hit is not None and hit[0] is block:
+            return hit[1], hit[2]
+        text = block.model_dump_json(exclude={"cache_control"}, exclude_unset=True)
+        if isinstance(block, Tool):
+            tokens = self.counter.count_tool(block)
+        else:
+            tokens = self.counter.count_block(block)
+        self._digests[id(block)] = (block, hash(text), tokens)
+        return hash(text), tokens
+
+    def _push(self, flat: _Flat, digest: int, tokens: int, *, start: int | None = None) -> None:
+        prev = flat.keys[-1] if flat.keys else hash(("root", flat.model))
+        flat.keys.append(hash((prev if start is None else start, digest)))
+        flat.acc.append((flat.acc[-1] if flat.acc else 0) + tokens)
+        flat.cacheable.append(True)
+        if digest not in self._seen:
+            self._seen.add(digest)
+            self._new += tokens
+
+    def _head(self, flat: _Flat, request: Conversation) -> None:
+        """Hidden prefix, tools and system: the positions before the messages."""
+        for i, part in enumerate(self.prefix):
+            self._push(flat, hash(("prefix", i, part.label, part.tokens)), part.tokens)
+            if part.ttl_s is not None and self.config.kind == "anthropic":
+                flat.marks[len(flat.keys) - 1] = part.ttl_s
+        for tool in request.tools:
+            self._push(flat, *self._block(tool))
+            self._note_mark(flat, tool)
+        if isinstance(request.system, str):
+            tokens = self._strings.get(request.system)
+            if tokens is None:
+                tokens = self._strings[request.system] = self.counter.count_text(request.system)
+            self._push(flat, hash(("system", request.system)), tokens)
+        else:
+            for block in request.system_blocks:
+                self._push(flat, *self._block(block))
+                self._note_mark(flat, block)
+        flat.n_head = len(flat.keys)
+
+    def _note_mark(self, flat: _Flat, obj: BaseModel) -> None:
+        ttl = _mark(obj)
+        if ttl is None:
+            return
+        pos = len(flat.keys) - 1
+        if isinstance(obj, ThinkingBlock | RedactedThinkingBlock):
+            flat.bad_marks.append(pos)
+        else:
+            flat.marks[pos] = ttl
+
+    def _message(self, flat: _Flat, message: Message, seed: int | None) -> None:
+        flat.messages.append(message)
+        flat.msg_start.append(len(flat.keys))
+        if isinstance(message.content, str):
+            digest = hash(("str", message.role, message.content))
+            self._push(flat, digest, self.counter.count_message(message), start=seed)
+            flat.msg_images.append(0)
+            return
+        pairs = [self._block(b) for b in message.content]
+        framing = self.counter.count_message(message) - sum(t for _, t in pairs)
+        for i, (block, (digest, tokens)) in enumerate(zip(message.content, pairs, strict=True)):
+            if i == 0:  # the role and the message boundary are part of the prefix
+                self._push(flat, hash(("msg", message.role, digest)), tokens + framing, start=seed)
+            else:
+                self._push(flat, digest, tokens)
+            flat.cacheable[-1] = not isinstance(block, ThinkingBlock | RedactedThinkingBlock)
+            self._note_mark(flat, block)
+        flat.msg_images.append(sum(isinstance(b, ImageBlock) for b in message.content))
+
+    def _flatten(self, request: Conversation, model: str | None) -> _Flat:
+        flat = self._flat
+        same_head = (
+            flat.model == model
+            and flat.tools is not None
+            and (flat.tools is request.tools or flat.tools == request.tools)
+            and (flat.system is request.system or flat.system == request.system)
+        )
+        if not same_head:
+            self._flat = flat = _Flat(model=model, tools=request.tools, system=request.system)
+            self._head(flat, request)
+        keep = _shared_messages(flat.messages, request.messages)
+        params = self._params(request, flat, keep)
+        if params != flat.params:
+            keep = 0
+        flat.truncate(keep)
+        flat.params = params
+        seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
+        for i, message in enumerate(request.messages[keep:]):
+            self._message(flat, message, seed if keep + i == 0 else None)
+        flat.base = self._framing + self._tool_prompt(request, model)
+        return flat
+
+    def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
+        """What the messages-level key depends on besides the blocks."""
+        extra = request.model_extra or {}
+        images = sum(flat.msg_images[:keep]) + sum(
+            isinstance(b, ImageBlock)
+            for m in request.messages[keep:]
+            if not isinstance(m.content, str)
+            for b in m.content
+        )
+        return (_canon(extra.get("tool_choice")), _canon(extra.get("thinking")), images > 0)
+
+    def _tool_prompt(self, request: Conversation, model: str | None) -> int:
+        if not request.tools or self.config.kind != "anthropic":
+            return 0
+        if not self.config.tool_overhead:
+            return 0
+        return tool_use_overhead(model, (request.model_extra or {}).get("tool_choice"))
+
+    # --- simulation -----------------------------------------------------------------------
+
+    def step(self, request: Conversation, when: datetime | float | None = None) -> CachedCall:
+        """Send one request at ``when`` (datetime, epoch seconds, or None: right after the last)."""
+        t = self._clock(when)
+        self._new = 0
+        self._calls += 1
+        flat = self._flatten(request, request.model)
+        if self.config.kind == "openai":
+            return self._openai(flat, t, self.config)
+        if self._calls == 1:
+            self._warm(flat, t)
+        return self._anthropic(flat, t, request, self.config)
+
+    def _clock(self, when: datetime | float | None) -> float:
+        if isinstance(when, datetime):
+            t = when.timestamp()
+        elif when is None:
+            t = (self._last_t if self._last_t is not None else 0.0) + UNTIMED_STEP_S
+        else:
+            t = float(when)
+        self._last_t = t
+        return t
+
+    def _warm(self, flat: _Flat, t: float) -> None:
+        """Entries for warm prefix parts, alive at the first call (cached by someone before)."""
+        for i, part in enumerate(self.prefix):
+            if part.warm and part.ttl_s is not None:
+                self._entries[flat.keys[i]] = [-math.inf, t + 1e-6, float(part.ttl_s)]
+
+    def _breakpoints(
+        self, flat: _Flat, request: Conversation, cfg: AnthropicCache
+    ) -> tuple[list[tuple[int, int]], list[str]]:
+        if cfg.placement == "off" or not flat.keys:
+            return [], []
+        marks = dict(flat.marks)
+        auto = _ttl_of((request.model_extra or {}).get("cache_control"))
+        explicit = len(marks) + len(flat.bad_marks) - self._prefix_marks()
+        if auto is not None:
+            marks[_last_cacheable(flat, len(flat.keys) - 1)] = auto
+        elif explicit == 0 and cfg.placement != "as-sent":
+            marks.update(_placed(flat, cfg))
+        errors = _mark_errors(marks, flat, cfg)
+        return sorted(marks.items()), errors
+
+    def _prefix_marks(self) -> int:
+        return sum(part.ttl_s is not None for part in self.prefix)
+
+    def _alive(self, key: int, t: float) -> list[float] | None:
+        entry = self._entries.get(key)
+        if entry is None or not entry[0] < t < entry[1]:
+            return None
+        return entry
+
+    def _read(self, flat: _Flat, bps: list[tuple[int, int]], t: float, lookback: int) -> int:
+        """The furthest position whose entry a breakpoint's lookback finds (-1: none)."""
+        best = -1
+        for pos, _ in bps:
+            for q in range(pos, max(pos - lookback, -1), -1):
+                if q <= best:
+                    break
+                if self._alive(flat.keys[q], t) is not None:
+                    best = q
+                    break
+        for pos in {best, *(p for p, _ in bps if p <= best)} - {-1}:
+            entry = self._alive(flat.keys[pos], t)
+            if entry is not None:
+                entry[1] = max(entry[1], t + entry[2])
+        return best
+
+    def _anthropic(
+        self, flat: _Flat, t: float, request: Conversation, cfg: AnthropicCache
+    ) -> CachedCall:
+        bps, errors = self._breakpoints(flat, request, cfg)
+        usable = [(p, ttl) for p, ttl in bps if flat.cum(p) >= cfg.min_tokens]
+        read = self._read(flat, usable, t, cfg.lookback_blocks)
+        written = {TTL_5M_S: 0, TTL_1H_S: 0}
+        end = read
+        for pos, ttl in usable:
+            if pos <= read:
+                continue
+            written[ttl if ttl in written else TTL_5M_S] += flat.cum(pos) - flat.cum(end)
+            entry = self._alive(flat.keys[pos], t + 1e-9)
+            if entry is None:
+                self._entries[flat.keys[pos]] = [t, t + ttl, float(ttl)]
+            else:
+                entry[1] = max(entry[1], t + ttl)
+            end = pos
+        usage = Usage(
+            input_tokens=flat.total - flat.cum(end),
+            cache_write_5m=written[TTL_5M_S],
+            cache_write_1h=written[TTL_1H_S],
+            cache_read=flat.cum(read),
+        )
+        return self._result(flat, usage, len(bps), read + 1, errors)
+
+    def _openai(self, flat: _Flat, t: float, cfg: OpenAICache) -> CachedCall:
+        hit = -1
+        for q in range(len(flat.keys) - 1, -1, -1):
+            entry = self._entries.get(flat.keys[q])
+            if entry is not None and entry[0] < t <= entry[1]:
+                hit = q
+                break
+        matched = flat.cum(hit)
+        cached = 0
+        if matched >= cfg.min_tokens:
+            cached = (
+                cfg.min_tokens + (matched - cfg.min_tokens) // cfg.step_tokens * cfg.step_tokens
+            )
+        for key in flat.keys:  # every prefix of this request is retained (and refreshed)
+            entry = self._entries.get(key)
+            if entry is None or entry[1] < t:
+                self._entries[key] = [t, t + cfg.retention_s, cfg.retention_s]
+            else:
+                entry[1] = t + cfg.retention_s
+        usage = Usage(input_tokens=flat.total - cached, cache_read=cached)
+        return self._result(flat, usage, 0, hit + 1, [])
+
+    def _result(
+        self, flat: _Flat, usage: Usage, breakpoints: int, read_blocks: int, errors: list[str]
+    ) -> CachedCall:
+        return CachedCall(
+            usage=usage,
+            context_tokens=flat.total,
+            new_tokens=self._new + (flat.base if self._calls == 1 else 0),
+            breakpoints=breakpoints,
+            read_blocks=max(read_blocks, 0),
+            errors=tuple(errors),
+        )
+
+
+def _shared_messages(old: Sequence[Message], new: Sequence[Message]) -> int:
+    """How many leading messages are the very same objects (structural sharing)."""
+    n = min(len(old), len(new))
+    for i in range(n):
+        if old[i] is not new[i]:
+            return i
+    return n
+
+
+def _last_cacheable(flat: _Flat, pos: int) -> int:
+    while pos > 0 and not flat.cacheable[pos]:
+        pos -= 1
+    return pos
+
+
+def _placed(flat: _Flat, cfg: AnthropicCache) -> dict[int, int]:
+    """Breakpoints of a placement policy for a request that marks none."""
+    last = len(flat.keys) - 1
+    if cfg.placement == "auto":
+        return {_last_cacheable(flat, last): cfg.ttl_s}
+    placed: dict[int, int] = {}
+    if flat.n_head and flat.n_head - 1 not in flat.marks:
+        placed[flat.n_head - 1] = cfg.ttl_s  # end of tools + system
+    for m in range(max(len(flat.messages) - 2, 0), len(flat.messages)):
+        end = flat.msg_start[m + 1] - 1 if m + 1 < len(flat.messages) else last
+        if end >= flat.msg_start[m]:
+            placed[_last_cacheable(flat, end)] = cfg.ttl_s
+    room = cfg.max_breakpoints - len(flat.marks)
+    keep = sorted(placed)[-room:] if room > 0 else []
+    return {p: placed[p] for p in keep}
+
+
+def _mark_errors(marks: dict[int, int], flat: _Flat, cfg: AnthropicCache) -> list[str]:
+    errors: list[str] = []
+    count = len(marks) + len(flat.bad_marks)
+    if count > cfg.max_breakpoints:
+        errors.append(
+            f"{count} cache breakpoints; the provider accepts at most {cfg.max_breakpoints} "
+            "and rejects the request (HTTP 400)"
+        )
+    if flat.bad_marks:
+        errors.append("cache_control on a thinking block (the provider rejects it)")
+    ttls = [ttl for _, ttl in sorted(marks.items())]
+    if any(a < b for a, b in itertools.pairwise(ttls)):
+        errors.append("a 1h cache breakpoint after a 5m one (1h entries must come first)")
+    return errors
+
+
+def simulate_cache(
+    requests: Iterable[tuple[Conversation, datetime | float | None]],
+    counter: TokenCounter,
+    config: CacheConfig | None = None,
+    prefix: Sequence[PrefixPart] = (),
+) -> tuple[CachedCall, ...]:
+    """Run the cache over requests in sending order (default config: Anthropic, as sent)."""
+    sim = CacheSimulator(config or AnthropicCache(), counter, prefix)
+    return tuple(sim.step(request, when) for request, when in requests)
+
+
+__all__ = [
+    "TTL_1H_S",
+    "TTL_5M_S",
+    "AnthropicCache",
+    "CacheConfig",
+    "CacheSimulator",
+    "CachedCall",
+    "OpenAICache",
+    "Placement",
+    "PrefixPart",
+    "simulate_cache",
+]
