@@ -38,6 +38,7 @@ class FormatReader(Protocol):
 _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
     "anthropic",
+    "claude_code",
 )
 
 

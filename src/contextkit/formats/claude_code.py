@@ -1,0 +1,317 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session-id>.jsonl``).
+
+Contract:
+
+- ``READER.read(path)`` returns one :class:`Session` per file: the main conversation, with its
+  subagents as ``Session.subagents``: inline sidechains (``isSidechain: true`` lines of older
+  versions, linked to the Task/Agent call whose ``prompt`` is their first message) and the files
+  ``<dir>/<session-id>/subagents/agent-*.jsonl`` of newer versions (linked through the ``agentId``
+  the parent's tool result or ``agent_progress`` records name). ``agent-acompact-*`` files are the
+  summary request of an auto-compaction; their chain runs into the parent's history, so their
+  request is rebuilt with it.
+- Loading a subagent file directly gives that subagent's session, linked to the parent file when
+  it lies where Claude Code puts it (``<dir>/<session-id>.jsonl``); when it does not, the notes say
+  so and what is missing.
+- Calls, requests and compactions are rebuilt as :mod:`.claude_code_calls` describes; records
+  are parsed as :mod:`.claude_code_records` describes. Every request is a reconstruction
+  (``Call.exact`` False) and holds messages only: these files record neither the system prompt nor
+  the tool definitions, so ``Session.prefix_known`` is False.
+- Strict by default: a malformed line, or a field we need with a wrong type, is a
+  :class:`FormatError` naming the file (the subagent file, when it is there) and line. With
+  ``lenient=True`` such lines are skipped and each is listed in ``LoadedFile.skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextkit.formats._io import Skips
+from contextkit.formats.claude_code_calls import (
+    Index,
+    MessageMemo,
+    build_calls,
+    link_in_file_order,
+    resolve_parents,
+)
+from contextkit.formats.claude_code_records import ParsedFile, Rec, parse_file
+from contextkit.messages import TextBlock
+from contextkit.session import LoadedFile, Session, SkippedRecord
+
+FORMAT = "claude-code"
+PREFIX_NOTE = (
+    "Claude Code transcripts do not record the system prompt or the tool definitions: requests "
+    "hold the messages only (prefix_known=False)"
+)
+_SNIFF_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "progress", "file-history-snapshot"}
+    | {"queue-operation", "custom-title", "attachment"}
+)
+_SNAPSHOT_START = re.compile(r'\{\s*"type"\s*:\s*"(file-history-snapshot|summary|queue-operation)"')
+_SNIFF_KEYS = frozenset({"parentUuid", "sessionId", "leafUuid", "isSidechain", "messageId"})
+
+
+@dataclass
+class _Read:
+    """State of one read: the lookups over every file it parsed, the message memo, the skips."""
+
+    lenient: bool
+    index: Index = field(default_factory=Index)
+    memo: MessageMemo = field(default_factory=dict)
+    skipped: list[SkippedRecord] = field(default_factory=list)
+
+    def parse(self, path: Path, rank: int) -> ParsedFile:
+        skips = Skips(path, self.lenient)
+        parsed = parse_file(path, skips, rank)
+        self.skipped.extend(skips.records)
+        self.index.add(parsed.records)
+        return parsed
+
+
+class ClaudeCodeReader:
+    name = FORMAT
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """True when one of the first records looks like a Claude Code record."""
+        for line in head.split("\n")[:20]:
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and _looks_like_record(value):
+                return True
+        # The first line may be longer than the head (a large snapshot): match its opening.
+        start = head.lstrip()[:200]
+        return _SNAPSHOT_START.match(start) is not None or (
+            start.startswith("{") and '"parentUuid"' in head and '"sessionId"' in head
+        )
+
+    def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
+        state = _Read(lenient)
+        parsed = state.parse(path, rank=0)
+        messages = [r for r in parsed.records if r.kind in ("user", "assistant")]
+        if messages and all(r.sidechain for r in messages):
+            sessions = _subagent_file_sessions(path, parsed, state)
+        else:
+            sessions = (_main_session(path, parsed, state),)
+        return LoadedFile(
+            path=str(path), format=FORMAT, sessions=sessions, skipped=tuple(state.skipped)
+        )
+
+
+READER = ClaudeCodeReader()
+
+
+def load_claude_code(path: str | Path, *, lenient: bool = False) -> LoadedFile:
+    """Read one Claude Code transcript (main session with its subagents, or one subagent file)."""
+    return READER.read(Path(path), lenient=lenient)
+
+
+def _looks_like_record(value: dict[str, Any]) -> bool:
+    return value.get("type") in _SNIFF_TYPES and not _SNIFF_KEYS.isdisjoint(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Main session
+
+
+def _main_session(path: Path, parsed: ParsedFile, state: _Read) -> Session:
+    sub_files = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
+    sub_parsed = [state.parse(f, rank=i + 1) for i, f in enumerate(sub_files)]
+    resolve_parents(parsed.records, state.index)
+    main = [r for r in parsed.records if not r.sidechain]
+    session_id = _common_session_id(main) or path.stem
+    subagents = [
+        _thread_session(path, thread, state, session_id, _inline_link(thread, parsed))
+        for thread in _sidechain_threads(r for r in parsed.records if r.sidechain)
+    ]
+    for sub in sub_parsed:
+        resolve_parents(sub.records, state.index)
+        subagents.extend(_agent_file_sessions(sub, parsed, state, session_id))
+    return _session(
+        path,
+        main,
+        state,
+        session_id=session_id,
+        subagents=tuple(subagents),
+        set_aside=parsed.set_aside,
+    )
+
+
+def _session(
+    path: Path,
+    thread: Sequence[Rec],
+    state: _Read,
+    *,
+    session_id: str | None,
+    set_aside: Counter[str],
+    subagents: tuple[Session, ...] = (),
+    parent_session_id: str | None = None,
+    parent_tool_use_id: str | None = None,
+    notes: Sequence[str] = (),
+) -> Session:
+    ordered = sorted(thread, key=lambda r: r.order)
+    file_order = link_in_file_order(ordered)
+    built = build_calls(ordered, state.index, state.memo)
+    extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
+    return Session(
+        path=str(path),
+        format=FORMAT,
+        session_id=session_id,
+        calls=tuple(built.calls),
+        subagents=subagents,
+        parent_session_id=parent_session_id,
+        parent_tool_use_id=parent_tool_use_id,
+        prefix_known=False,
+        compactions=tuple(built.compactions),
+        set_aside=dict(sorted(set_aside.items())),
+        notes=(PREFIX_NOTE, *notes, *extra, *built.notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Subagents
+
+
+def _sidechain_threads(records: Iterable[Rec]) -> list[list[Rec]]:
+    """Sidechain records grouped by agent (``agentId``) or, in older files, by chain root."""
+    threads: dict[str, list[Rec]] = {}
+    for rec in records:
+        threads.setdefault(_thread_key(rec), []).append(rec)
+    return list(threads.values())
+
+
+def _thread_key(rec: Rec) -> str:
+    """The nearest ``agentId`` up the sidechain (a line may lack it), else the chain's root."""
+    seen: set[int] = set()
+    while rec.agent_id is None and rec.parent is not None and rec.parent.sidechain:
+        if id(rec) in seen:
+            break
+        seen.add(id(rec))
+        rec = rec.parent
+    return f"agent:{rec.agent_id}" if rec.agent_id else f"root:{id(rec)}"
+
+
+@dataclass
+class _Link:
+    agent_id: str | None
+    tool_use_id: str | None
+    notes: tuple[str, ...] = ()
+
+
+def _inline_link(thread: list[Rec], parent: ParsedFile) -> _Link:
+    agent = next((r.agent_id for r in thread if r.agent_id), None)
+    first = next((r for r in sorted(thread, key=lambda r: r.order) if r.kind == "user"), None)
+    prompt = None if first is None else _plain_text(first)
+    tool_use = parent.agent_links.get(agent) if agent else None
+    tool_use = tool_use or (parent.task_prompts.get(prompt) if prompt is not None else None)
+    notes: tuple[str, ...] = ("sidechain written inline in the parent session file",)
+    if tool_use is None:
+        notes += ("no Task/Agent call in the parent session matches this sidechain",)
+    root_uuid = first.uuid if first is not None else None
+    return _Link(agent or root_uuid, tool_use, notes)
+
+
+def _plain_text(rec: Rec) -> str:
+    if rec.text is not None:
+        return rec.text
+    return "\n".join(b.text for b in rec.blocks if isinstance(b, TextBlock))
+
+
+def _thread_session(
+    path: Path, thread: list[Rec], state: _Read, parent_id: str | None, link: _Link
+) -> Session:
+    return _session(
+        path,
+        thread,
+        state,
+        session_id=link.agent_id,
+        set_aside=Counter(),
+        parent_session_id=parent_id,
+        parent_tool_use_id=link.tool_use_id,
+        notes=link.notes,
+    )
+
+
+def _agent_file_sessions(
+    sub: ParsedFile, parent: ParsedFile | None, state: _Read, parent_id: str | None
+) -> list[Session]:
+    """The session(s) of one ``agent-*.jsonl`` file (one per agent; normally exactly one)."""
+    out: list[Session] = []
+    threads = _sidechain_threads(sub.records) if sub.records else [[]]
+    for thread in threads:
+        agent = next((r.agent_id for r in thread if r.agent_id), None)
+        agent = agent or sub.path.stem.removeprefix("agent-")
+        out.append(
+            _session(
+                sub.path,
+                thread,
+                state,
+                session_id=agent,
+                set_aside=sub.set_aside,
+                parent_session_id=parent_id or _common_session_id(thread),
+                parent_tool_use_id=parent.agent_links.get(agent) if parent else None,
+                notes=_agent_notes(agent, parent),
+            )
+        )
+    return out
+
+
+def _agent_notes(agent: str, parent: ParsedFile | None) -> tuple[str, ...]:
+    if agent.startswith("acompact"):
+        return (
+            "summary request of an auto-compaction (agent-acompact-*): no tool call started it; "
+            "its request continues the parent's history when the parent file is loaded",
+        )
+    if parent is None:
+        return ()
+    if agent not in parent.agent_links:
+        return (f"no Task/Agent call in the parent session names agentId {agent}",)
+    return ()
+
+
+def _subagent_file_sessions(path: Path, parsed: ParsedFile, state: _Read) -> tuple[Session, ...]:
+    """A subagent file loaded on its own: link it to its parent file when that is present."""
+    parent_id = _common_session_id(parsed.records)
+    expected = _parent_file(path, parent_id)
+    parent = None
+    if expected is not None and expected.is_file():
+        parent = state.parse(expected, rank=-1)  # rank -1: its records precede the subagent's
+        resolve_parents(parent.records, state.index)
+    resolve_parents(parsed.records, state.index)
+    sessions = _agent_file_sessions(parsed, parent, state, parent_id)
+    if parent is None:
+        missing = (
+            f"parent session file {expected} not found" if expected else "parent session unknown"
+        )
+        note = (
+            f"{missing}: loaded on its own, so parent_tool_use_id is unknown and history the "
+            "subagent inherited from the parent (if any) is missing from its requests"
+        )
+        sessions = [s.model_copy(update={"notes": (*s.notes, note)}) for s in sessions]
+    return tuple(sessions)
+
+
+def _parent_file(path: Path, session_id: str | None) -> Path | None:
+    """Where Claude Code puts the parent of ``<dir>/<session>/subagents/agent-*.jsonl``."""
+    if path.parent.name != "subagents":
+        return None
+    folder = path.parent.parent
+    # The folder is named after the session file; a renamed copy keeps the pair consistent.
+    by_folder = folder.parent / f"{folder.name}.jsonl"
+    if by_folder.is_file() or not session_id:
+        return by_folder
+    return folder.parent / f"{session_id}.jsonl"
+
+
+def _common_session_id(records: Iterable[Rec]) -> str | None:
+    counts = Counter(r.session_id for r in records if r.session_id)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+__all__ = ["FORMAT", "READER", "ClaudeCodeReader", "load_claude_code"]

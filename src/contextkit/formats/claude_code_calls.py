@@ -1,0 +1,245 @@
+"""Claude Code transcripts, step 2: records of one thread to model calls.
+
+Contract of :func:`build_calls` (one thread = the main conversation or one subagent):
+
+- One call per response: the thread's assistant records grouped by ``requestId`` (else
+  ``message.id``), in order of their first line. The response is those lines' blocks merged into one
+  assistant :class:`Message`; ``usage`` is the last line's usage (each line carries a copy, the last
+  one is the final count); ``stop_reason`` is the last one recorded, or inferred from the content
+  when every line says null (recent versions write lines while streaming, before the stop reason is
+  known) and the session notes say how many were inferred.
+- The request is the conversation as the API received it: walk ``parentUuid`` back from the
+  response's first line (through progress and system records, stopping at a ``compact_boundary``, so
+  a call after a compaction starts with the summary message), then take the user/assistant records
+  on that chain in file order. Parallel tool results hang off the chain on side branches (each
+  result's parent is the assistant line holding its ``tool_use``): a record answering a ``tool_use``
+  of the chain that the chain leaves unanswered is taken in. Every record of a response makes one
+  assistant message, even when tool results were written between its lines (tools run while the
+  response streams); the user records after it make one user message, tool results first, which is
+  the order the API requires.
+- Messages are memoised per read by the records they are made of, so consecutive requests share
+  the same :class:`Message` objects for their common history, and a call's response is the very
+  object that the next request holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from contextkit.formats.claude_code_records import Rec
+from contextkit.messages import (
+    Block,
+    Conversation,
+    Message,
+    Role,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from contextkit.session import Call
+
+
+@dataclass
+class Index:
+    """Lookups over every record a read can reach (a subagent's chain may run into its parent)."""
+
+    by_uuid: dict[str, Rec] = field(default_factory=dict)
+    groups: dict[str, list[Rec]] = field(default_factory=dict)
+    """Response key -> its assistant records, in order."""
+    results: dict[str, list[Rec]] = field(default_factory=dict)
+    """tool_use id -> user records holding a tool_result for it, in order."""
+
+    def add(self, records: Iterable[Rec]) -> None:
+        for rec in records:
+            if rec.uuid is not None:
+                self.by_uuid.setdefault(rec.uuid, rec)
+            if rec.kind == "assistant" and rec.key is not None:
+                self.groups.setdefault(rec.key, []).append(rec)
+            elif rec.kind == "user":
+                for block in rec.blocks:
+                    if isinstance(block, ToolResultBlock):
+                        self.results.setdefault(block.tool_use_id, []).append(rec)
+
+
+@dataclass
+class Built:
+    calls: list[Call]
+    compactions: list[int]
+    notes: list[str]
+
+
+MessageMemo = dict[tuple[Role, tuple[Rec, ...]], Message]
+
+
+def resolve_parents(records: Iterable[Rec], index: Index) -> None:
+    """Point each record at its parent record (None for a root or a parent the read lacks)."""
+    for rec in records:
+        parent = index.by_uuid.get(rec.parent_uuid) if rec.parent_uuid else None
+        rec.parent = parent if parent is not rec else None
+
+
+def link_in_file_order(records: Sequence[Rec]) -> bool:
+    """For a thread without a single resolvable link, make each record the next one's parent.
+
+    Some transcripts (hand-made ones, old exports) write ``parentUuid`` null on every line; file
+    order is then the only order there is. Returns True when it had to do this.
+    """
+    if len(records) < 2 or any(r.parent is not None for r in records):
+        return False
+    for before, rec in pairwise(records):
+        rec.parent = before
+    return True
+
+
+def build_calls(records: Sequence[Rec], index: Index, memo: MessageMemo) -> Built:
+    """The calls of one thread (its records in file order)."""
+    groups: dict[str, list[Rec]] = {}
+    for rec in records:
+        if rec.kind == "assistant" and rec.key is not None:
+            groups.setdefault(rec.key, []).append(rec)
+    out = Built([], [], [])
+    inferred = 0
+    boundary_before: Rec | None = None
+    for group in groups.values():
+        chain = _chain(group[0])
+        boundary = chain[0] if chain and chain[0].kind == "boundary" else None
+        if boundary is not None and boundary is not boundary_before:
+            out.compactions.append(len(out.calls))
+            out.notes.append(_compaction_note(len(out.calls), boundary))
+        boundary_before = boundary
+        messages = _request_messages(chain, group[0], index, memo)
+        call, guessed = _call(group, messages, memo)
+        inferred += guessed
+        out.calls.append(call)
+    if inferred:
+        out.notes.append(
+            f"stop_reason inferred from the response content for {inferred} of "
+            f"{len(out.calls)} calls (the file records null: lines are written while streaming)"
+        )
+    return out
+
+
+def _chain(first: Rec) -> list[Rec]:
+    """The records before ``first``, root first, up to (and including) a compaction boundary."""
+    out: list[Rec] = []
+    seen: set[int] = set()
+    cur = first.parent
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        out.append(cur)
+        if cur.kind == "boundary":
+            break
+        cur = cur.parent
+    out.reverse()
+    return out
+
+
+def _request_messages(
+    chain: list[Rec], first: Rec, index: Index, memo: MessageMemo
+) -> tuple[Message, ...]:
+    items = [r for r in chain if r.kind in ("user", "assistant")]
+    items.extend(_side_results(items, first, index))
+    items.sort(key=lambda r: r.order)
+    segments: list[tuple[Role, list[Rec]]] = []
+    placed: set[str] = set()
+    for rec in items:
+        if rec.kind == "assistant":
+            assert rec.key is not None  # assistant records always get a key
+            if rec.key in placed:
+                continue  # the whole response went in at its first line
+            placed.add(rec.key)
+            lines = [r for r in index.groups[rec.key] if r.order < first.order]
+            segments.append(("assistant", lines))
+        elif segments and segments[-1][0] == "user":
+            segments[-1][1].append(rec)
+        else:
+            segments.append(("user", [rec]))
+    return tuple(_message(role, recs, memo) for role, recs in segments)
+
+
+def _side_results(items: list[Rec], first: Rec, index: Index) -> list[Rec]:
+    """Records answering a tool_use of the chain that the chain itself leaves unanswered."""
+    asked: list[str] = []
+    answered: set[str] = set()
+    on_chain = set(map(id, items))
+    keys: set[str] = set()
+    for rec in items:
+        if rec.key is not None and rec.key in keys:
+            continue
+        for block in _response_blocks(rec, first, index):
+            if isinstance(block, ToolUseBlock):
+                asked.append(block.id)
+            elif isinstance(block, ToolResultBlock):
+                answered.add(block.tool_use_id)
+        if rec.key is not None:
+            keys.add(rec.key)
+    extra: list[Rec] = []
+    for tool_id in asked:
+        if tool_id in answered:
+            continue
+        for rec in index.results.get(tool_id, ()):
+            if rec.order < first.order and id(rec) not in on_chain:
+                extra.append(rec)
+                on_chain.add(id(rec))
+                answered.update(b.tool_use_id for b in rec.blocks if isinstance(b, ToolResultBlock))
+                break
+    return extra
+
+
+def _response_blocks(rec: Rec, first: Rec, index: Index) -> tuple[Block, ...]:
+    if rec.kind != "assistant" or rec.key is None:
+        return rec.blocks
+    # A response's tool_use lines may sit off the chain when results branch; take them all.
+    return tuple(b for r in index.groups[rec.key] if r.order < first.order for b in r.blocks)
+
+
+def _message(role: Role, recs: list[Rec], memo: MessageMemo) -> Message:
+    key = (role, tuple(recs))
+    found = memo.get(key)
+    if found is not None:
+        return found
+    if role == "user" and len(recs) == 1 and recs[0].text is not None:
+        message = Message(role="user", content=recs[0].text)
+    else:
+        blocks = [b for r in recs for b in r.blocks]
+        if role == "user":
+            # Tool results first: the API rejects a user message with text before its results.
+            results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+            blocks = results + [b for b in blocks if not isinstance(b, ToolResultBlock)]
+        message = Message(role=role, content=tuple(blocks))
+    memo[key] = message
+    return message
+
+
+def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) -> tuple[Call, int]:
+    first = group[0]
+    response = _message("assistant", group, memo)
+    usage = next((r.usage for r in reversed(group) if r.usage is not None), None)
+    model = next((r.model for r in reversed(group) if r.model), None)
+    stop = next((r.stop_reason for r in reversed(group) if r.stop_reason), None)
+    guessed = 0
+    if stop is None:
+        guessed = 1
+        stop = "tool_use" if any(True for _ in response.tool_uses()) else "end_turn"
+    call = Call(
+        request=Conversation(model=model, messages=messages),
+        response=response,
+        usage=usage,
+        model=model,
+        timestamp=first.timestamp,
+        stop_reason=stop,
+        request_id=next((r.request_id for r in group if r.request_id), None),
+        exact=False,
+        line=first.line,
+    )
+    return call, guessed
+
+
+def _compaction_note(index: int, boundary: Rec) -> str:
+    meta: Mapping[str, object] = boundary.meta or {}
+    trigger, pre = meta.get("trigger", "unknown"), meta.get("preTokens", "unknown")
+    return (
+        f"call {index} follows a compaction (line {boundary.line}, trigger {trigger}, "
+        f"{pre} tokens before): its request starts with the summary"
+    )
