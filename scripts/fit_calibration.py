@@ -31,6 +31,7 @@ from contextkit.calibration import (
     CalibrationSample,
     base_counter,
     default_calibration,
+    distinct,
     fit,
     relative_errors,
     sample_from_call,
@@ -162,7 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("no call with an exact request and billed usage in the traces")
     data = [f"{p.name}: {sum(s.label.startswith(p.name) for s in samples)} calls" for p in traces]
     calibration = fit(samples, data=data, created=date.today())
+    print(f"all {len(samples)} calls:")
     print(error_report(calibration, samples))
+    print(f"\n{len(distinct(samples))} distinct requests (repeats counted once):")
+    print(error_report(calibration, distinct(samples)))
     if args.check:
         print("\nshipped defaults on the same calls:")
         print(error_report(default_calibration(), samples))

@@ -53,6 +53,7 @@ class Residuals(Frozen):
     """Absolute relative errors |estimate - billed| / billed over the calls of a fit."""
 
     calls: int
+    """Distinct requests the fit saw (repeats of one request counted once)."""
     median: float
     p90: float
     max: float
@@ -131,6 +132,28 @@ class CalibrationSample(Frozen):
     @property
     def base(self) -> int:
         return self.message_tokens + self.tool_tokens + self.system_tokens
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Identical requests give identical keys (their repeats add no information)."""
+        return (
+            self.model,
+            self.billed,
+            self.message_tokens,
+            self.tool_tokens,
+            self.system_tokens,
+            self.messages,
+            self.tools,
+            self.overhead,
+        )
+
+
+def distinct(samples: Iterable[CalibrationSample]) -> list[CalibrationSample]:
+    """Samples with repeated requests (a harness's identical probe calls) kept once."""
+    seen: dict[tuple[object, ...], CalibrationSample] = {}
+    for sample in samples:
+        seen.setdefault(sample.key, sample)
+    return list(seen.values())
 
 
 def base_counter() -> MemoCounter:
@@ -238,7 +261,12 @@ def _loo_median(samples: Sequence[CalibrationSample], prior: FamilyCalibration) 
 def fit_family(
     family: str, samples: Sequence[CalibrationSample], prior: FamilyCalibration | None = None
 ) -> FamilyCalibration:
-    """Fit one family's parameters; ``samples`` must not be empty."""
+    """Fit one family's parameters on its distinct samples; ``samples`` must not be empty.
+
+    Repeats of one request are dropped first: 15 identical probe calls would otherwise outweigh
+    every other call and make the reported errors look better than they are.
+    """
+    samples = distinct(samples)
     if not samples:
         raise ValueError(f"no samples to fit {family}")
     prior = prior or PRIORS.get(family) or PRIORS["claude-4"].model_copy(update={"family": family})
@@ -339,6 +367,7 @@ __all__ = [
     "Residuals",
     "base_counter",
     "default_calibration",
+    "distinct",
     "family_of",
     "fit",
     "fit_family",

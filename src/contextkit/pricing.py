@@ -189,12 +189,15 @@ class PriceOverride(BaseModel):
     cache_read: float | None = None
     since: date | None = None
     match: tuple[str, ...] = ()
-    """Further name prefixes (normalised) this entry applies to."""
+    """Further name prefixes (lower case, raw or normalised) this entry applies to."""
     tier: tuple[PriceTier, ...] = ()
     note: str = ""
 
-    def matches(self, name: str) -> bool:
-        if name == normalise_model(self.id) or any(name.startswith(p) for p in self.match):
+    def matches(self, model: str) -> bool:
+        """Same id, a ``match`` prefix of the raw or normalised name, or the same Claude model."""
+        name = normalise_model(model)
+        names = (name, model.strip().lower())
+        if name == normalise_model(self.id) or any(n.startswith(self.match) for n in names):
             return True
         own, other = parse_claude(self.id), parse_claude(name)
         return own is not None and other is not None and own.key == other.key
@@ -220,8 +223,7 @@ class PriceOverrides(BaseModel):
     entries: tuple[PriceOverride, ...] = ()
 
     def find(self, model: str, day: date) -> ModelPrice | None:
-        name = normalise_model(model)
-        valid = [e for e in self.entries if e.matches(name) and (e.since or date.min) <= day]
+        valid = [e for e in self.entries if e.matches(model) and (e.since or date.min) <= day]
         if not valid:
             return None
         best = max(valid, key=lambda e: e.since or date.min)

@@ -1,0 +1,302 @@
+"""Token counters: tiktoken, offline fallback, calibrated Claude estimate, counting endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from contextkit.calibration import default_calibration
+from contextkit.messages import Conversation, TextBlock, parse_conversation
+from contextkit.reference import tool_use_overhead
+from contextkit.tokens import (
+    AnthropicCountingCounter,
+    ApproxCounter,
+    CalibratedCounter,
+    TiktokenCounter,
+    TokenCounter,
+    TokenizerUnavailableWarning,
+    counter_for_model,
+    get_counter,
+)
+
+REQUEST: dict[str, Any] = {
+    "model": "claude-sonnet-4-20250514",
+    "system": [{"type": "text", "text": "You are a careful coding agent."}],
+    "tools": [
+        {
+            "name": "read_file",
+            "description": "Read a file from disk",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+    ],
+    "messages": [
+        {"role": "user", "content": "Please read setup.py and tell me the version."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading it."},
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "version='1.2'"}],
+        },
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def conversation() -> Conversation:
+    return parse_conversation(REQUEST)
+
+
+class CountingTiktoken(TiktokenCounter):
+    """Records how often text is actually encoded, to observe memoisation."""
+
+    def __init__(self) -> None:
+        super().__init__("o200k_base")
+        self.encoded = 0
+
+    def _count_text(self, text: str) -> int:
+        self.encoded += 1
+        return super()._count_text(text)
+
+
+def test_tiktoken_counts_known_strings() -> None:
+    o200k, cl100k = TiktokenCounter("o200k_base"), TiktokenCounter("cl100k_base")
+    assert o200k.count_text("hello world") == 2
+    assert cl100k.count_text("hello world") == 2
+    assert o200k.count_text("") == 0
+    assert o200k.name == "tiktoken:o200k_base"
+    # special-token text in user content is counted as text, not refused
+    assert o200k.count_text("<|endoftext|>") > 1
+
+
+def test_counts_are_memoised_per_block_object(conversation: Conversation) -> None:
+    counter = CountingTiktoken()
+    first = counter.count_conversation(conversation)
+    encoded = counter.encoded
+    assert counter.count_conversation(conversation) == first
+    assert counter.encoded == encoded  # second pass: every block, message and tool from the memo
+    longer = conversation.append(
+        parse_conversation({"messages": [{"role": "user", "content": "ok"}]}).messages[0]
+    )
+    counter.count_conversation(longer)
+    assert counter.encoded == encoded + 1  # only the new message is encoded
+
+
+@pytest.mark.parametrize(
+    "counter",
+    [ApproxCounter(), TiktokenCounter(), counter_for_model("claude-sonnet-4-5")],
+    ids=["approx", "tiktoken", "calibrated"],
+)
+def test_every_counter_satisfies_the_protocol(counter: TokenCounter) -> None:
+    assert isinstance(counter, TokenCounter)
+    assert counter.count_block(TextBlock(text="some words here")) > 0
+
+
+def test_unknown_encoding_warns_once_and_falls_back() -> None:
+    with pytest.warns(TokenizerUnavailableWarning, match="no_such_encoding"):
+        counter = get_counter("no_such_encoding")
+    assert isinstance(counter, ApproxCounter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(get_counter("no_such_encoding"), ApproxCounter)  # no second warning
+
+
+FALLBACK_SCRIPT = """
+import json, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    from contextkit.tokens import counter_for_model, default_counter, get_counter
+    names = [default_counter().name, get_counter("o200k_base").name,
+             counter_for_model("claude-sonnet-4").name, counter_for_model("gpt-4o").name]
+print(json.dumps({"names": names,
+                  "warnings": [(w.category.__name__, str(w.message)) for w in caught]}))
+"""
+
+
+def test_no_encoding_offline_falls_back_with_one_clear_warning(tmp_path: Path) -> None:
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(tmp_path))
+    # An unusable proxy makes the download fail fast even on a machine with internet access.
+    env |= {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
+    done = subprocess.run(
+        [sys.executable, "-c", FALLBACK_SCRIPT],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["names"] == ["approx:4chars"] * 4
+    categories = [c for c, _ in report["warnings"]]
+    assert categories == ["TokenizerUnavailableWarning"]  # once, though asked four times
+    assert "TIKTOKEN_CACHE_DIR" in report["warnings"][0][1]
+
+
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [
+        ("claude-sonnet-4-20250514", "calibrated:claude-sonnet-4-20250514 (o200k x"),
+        ("anthropic/claude-3-5-haiku-20241022", "calibrated:anthropic/claude-3-5-haiku-20241022"),
+        ("gpt-4o-2024-08-06", "tiktoken:o200k_base"),
+        ("gpt-4", "tiktoken:cl100k_base"),
+        ("llama-3-70b", "approx:4chars"),
+        (None, "approx:4chars"),
+    ],
+)
+def test_counter_for_model_says_which_counter(model: str | None, name: str) -> None:
+    assert counter_for_model(model).name.startswith(name)
+
+
+def test_unfitted_family_says_so() -> None:
+    assert counter_for_model("claude-opus-4-7").name.endswith(", not fitted)")
+    assert "not fitted" not in counter_for_model("claude-sonnet-4").name
+
+
+def test_calibrated_total_follows_the_formula(conversation: Conversation) -> None:
+    counter = counter_for_model("claude-sonnet-4-20250514")
+    assert isinstance(counter, CalibratedCounter)
+    params = default_calibration().for_model("claude-sonnet-4")
+    assert params is not None
+    assert params is counter.params
+    raw = TiktokenCounter()
+    base = (
+        sum(raw.count_message(m) - raw.per_message for m in conversation.messages)
+        + sum(raw.count_tool(t) for t in conversation.tools)
+        + raw.count_system(conversation)
+    )
+    expected = (
+        params.factor * base
+        + params.per_message * len(conversation.messages)
+        + params.per_tool * len(conversation.tools)
+        + params.fixed
+        + tool_use_overhead("claude-sonnet-4-20250514", None)
+    )
+    # parts are rounded one by one: allow one token per part
+    assert abs(counter.count_conversation(conversation) - expected) <= 10
+
+
+def test_tool_choice_any_changes_the_hidden_prompt(conversation: Conversation) -> None:
+    model = "claude-3-5-haiku-20241022"
+    forced = conversation.model_copy(update={"tool_choice": {"type": "any"}})
+    auto = counter_for_model(model).count_conversation(conversation)
+    any_ = counter_for_model(model).count_conversation(forced)
+    assert any_ - auto == tool_use_overhead(model, "any") - tool_use_overhead(model, "auto") == 76
+    no_tools = conversation.model_copy(update={"tools": ()})
+    assert counter_for_model(model).count_conversation(no_tools) < auto - 264
+
+
+# --- the counting endpoint, through the real SDK against a local server -----------------------
+
+
+def served_count(messages: object, tools: object = ()) -> int:
+    """What the local server answers: 1 token per 4 characters of the JSON."""
+    return (len(json.dumps(messages)) + len(json.dumps(list(tools)))) // 4  # type: ignore[call-overload]
+
+
+class CountingServer:
+    """A local stand-in for POST /v1/messages/count_tokens: 1 token per 4 bytes of JSON."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["content-length"])
+                body = json.loads(self.rfile.read(length))
+                server.bodies.append({"path": self.path, **body})
+                count = served_count(body.get("messages"), body.get("tools", []))
+                payload = json.dumps({"input_tokens": count}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+@pytest.fixture
+def server() -> Iterator[CountingServer]:
+    srv = CountingServer()
+    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+    thread.join()
+
+
+def _client(server: CountingServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+
+
+def test_counting_endpoint_gets_the_whole_request(
+    server: CountingServer, conversation: Conversation
+) -> None:
+    counter = AnthropicCountingCounter("claude-sonnet-4-5", client=_client(server))
+    total = counter.count_conversation(conversation)
+    sent = server.bodies[0]
+    assert sent["path"].startswith("/v1/messages/count_tokens")
+    assert sent["model"] == "claude-sonnet-4-5"
+    assert sent["system"] == REQUEST["system"]
+    assert sent["tools"] == REQUEST["tools"]
+    assert sent["messages"] == REQUEST["messages"]
+    assert total == served_count(REQUEST["messages"], REQUEST["tools"])
+    assert counter.name == "anthropic-count:claude-sonnet-4-5"
+
+
+def test_counting_endpoint_results_are_cached(
+    server: CountingServer, conversation: Conversation, tmp_path: Path
+) -> None:
+    counter = AnthropicCountingCounter(
+        "claude-sonnet-4-5", client=_client(server), cache_dir=tmp_path
+    )
+    first = counter.count_conversation(conversation)
+    assert counter.count_conversation(conversation) == first
+    assert len(server.bodies) == 1  # memory cache
+    again = AnthropicCountingCounter(
+        "claude-sonnet-4-5", client=_client(server), cache_dir=tmp_path
+    )
+    assert again.count_conversation(conversation) == first
+    assert len(server.bodies) == 1  # disk cache
+    assert again.requests_made == 0
+    other = AnthropicCountingCounter("claude-opus-4-7", client=_client(server), cache_dir=tmp_path)
+    other.count_conversation(conversation)
+    assert len(server.bodies) == 2  # the model is part of the key
+
+
+def test_counting_endpoint_parts_subtract_the_framing(server: CountingServer) -> None:
+    counter = AnthropicCountingCounter("claude-sonnet-4-5", client=_client(server))
+    text = "x" * 400
+    framed = served_count([{"role": "user", "content": text}])
+    framing = served_count([{"role": "user", "content": "."}]) - 1
+    assert counter.count_text(text) == framed - framing
+    assert counter.count_block(TextBlock(text=text)) == framed - framing
+
+
+def test_counting_endpoint_errors_surface(conversation: Conversation) -> None:
+    client = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="test", max_retries=0)
+    counter = AnthropicCountingCounter("claude-sonnet-4-5", client=client)
+    with pytest.raises(anthropic.APIConnectionError):
+        counter.count_conversation(conversation)
