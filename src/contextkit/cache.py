@@ -113,7 +113,8 @@ class PrefixPart(_Config):
     ttl_s: int | None = TTL_5M_S
     """TTL of a breakpoint at the end of this part (None: no breakpoint)."""
     warm: bool = False
-    """Already cached when the first call starts (written by a request outside the session)."""
+    """Already cached when the first call starts (written by a request outside the session).
+    :class:`CacheSimulator` ``warm_tokens`` says the same of any prefix, by size."""
     label: str = "hidden prefix"
 
 
@@ -191,10 +192,12 @@ class CacheSimulator:
         config: CacheConfig,
         counter: TokenCounter,
         prefix: Sequence[PrefixPart] = (),
+        warm_tokens: int = 0,
     ) -> None:
         self.config = config
         self.counter = counter
         self.prefix = tuple(prefix)
+        self.warm_tokens = warm_tokens
         self._flat = _Flat()
         self._digests: dict[int, tuple[object, int, int]] = {}  # id -> (obj, digest, tokens)
         self._strings: dict[str, int] = {}
@@ -204,6 +207,7 @@ class CacheSimulator:
         self._last_t: float | None = None
         self._calls = 0
         self._framing = counter.count_conversation(Conversation())
+        self._bases: dict[tuple[int, str, str | None], tuple[object, int]] = {}
 
     # --- flattening -----------------------------------------------------------------------
 
@@ -298,7 +302,7 @@ class CacheSimulator:
         seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
         for i, message in enumerate(request.messages[keep:]):
             self._message(flat, message, seed if keep + i == 0 else None)
-        flat.base = self._framing + self._tool_prompt(request, model)
+        flat.base = self._base(request, model)
         return flat
 
     def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
@@ -312,12 +316,24 @@ class CacheSimulator:
         )
         return (_canon(extra.get("tool_choice")), _canon(extra.get("thinking")), images > 0)
 
-    def _tool_prompt(self, request: Conversation, model: str | None) -> int:
-        if not request.tools or self.config.kind != "anthropic":
-            return 0
-        if not self.config.tool_overhead:
-            return 0
-        return tool_use_overhead(model, (request.model_extra or {}).get("tool_choice"))
+    def _base(self, request: Conversation, model: str | None) -> int:
+        """Tokens before the first position: the counter's framing, and the hidden tool-use
+        prompt when tools are sent (added here only if the counter does not count it itself)."""
+        if not request.tools:
+            return self._framing
+        choice = (request.model_extra or {}).get("tool_choice")
+        key = (id(request.tools), _canon(choice), model)
+        hit = self._bases.get(key)
+        if hit is not None and hit[0] is request.tools:
+            return hit[1]
+        probe = Conversation(model=model, tools=request.tools, tool_choice=choice)
+        base = self.counter.count_conversation(probe)
+        base -= sum(self.counter.count_tool(t) for t in request.tools)
+        wanted = self.config.kind == "anthropic" and self.config.tool_overhead
+        if wanted and base == self._framing:
+            base += tool_use_overhead(model, choice)
+        self._bases[key] = (request.tools, base)
+        return base
 
     # --- simulation -----------------------------------------------------------------------
 
@@ -344,10 +360,15 @@ class CacheSimulator:
         return t
 
     def _warm(self, flat: _Flat, t: float) -> None:
-        """Entries for warm prefix parts, alive at the first call (cached by someone before)."""
-        for i, part in enumerate(self.prefix):
-            if part.warm and part.ttl_s is not None:
-                self._entries[flat.keys[i]] = [-math.inf, t + 1e-6, float(part.ttl_s)]
+        """Entries alive at the first call: warm prefix parts, and the longest prefix of at most
+        ``warm_tokens`` (cached by requests before the session, such as a parent's history)."""
+        warm = [i for i, part in enumerate(self.prefix) if part.warm and part.ttl_s is not None]
+        if self.warm_tokens > 0:
+            fits = [p for p in range(len(flat.acc)) if flat.acc[p] <= self.warm_tokens]
+            warm += fits[-1:]
+        ttl = float(getattr(self.config, "ttl_s", TTL_5M_S))
+        for pos in warm:
+            self._entries[flat.keys[pos]] = [-math.inf, t + 1e-6, ttl]
 
     def _breakpoints(
         self, flat: _Flat, request: Conversation, cfg: AnthropicCache
