@@ -39,6 +39,11 @@ _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
     "anthropic",
     "claude_code",
+    "gemini_cli",
+    "openhands",
+    "tau_bench",
+    "mini_swe_agent",
+    "swe_agent",
 )
 
 

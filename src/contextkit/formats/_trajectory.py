@@ -1,0 +1,431 @@
+"""Shared parts of the agent-trajectory readers (SWE-agent, mini-swe-agent, tau-bench, OpenHands,
+Gemini CLI): whole-file JSON with line numbers, sniffing a file's head, and turning a message list
+into calls.
+
+Contract:
+
+- :class:`JsonDoc` is a whole-file JSON document that can say on which line any element starts
+  (``line_of("history", 3)``), so a reader can name the line of an offending element rather than
+  only the file. Errors reading or parsing the file are :class:`FormatError` with the line.
+- :func:`peek` reads the keys of a document's head (the first 64 KiB) without needing the whole
+  document; it stops quietly where the head is cut.
+- :func:`calls_from_messages` builds one :class:`Call` per model response from a transcript: the
+  request is the conversation before that response (reconstructed, ``exact=False``); consecutive
+  calls share the same :class:`Message` objects (the requests are slices of one tuple).
+- :func:`usage_from_litellm` maps an OpenAI / litellm ``usage`` object to :class:`Usage`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from contextkit.errors import FormatError
+from contextkit.formats._io import Skips, load_json
+from contextkit.formats.openai_chat import System, parse_chat_messages
+from contextkit.messages import Block, Conversation, Message, Tool, ToolUseBlock
+from contextkit.session import Call, Usage
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+Key = str | int
+
+
+# --------------------------------------------------------------------------------------------------
+# Whole-file JSON with positions
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _value_end(text: str, i: int) -> int:
+    return _DECODER.raw_decode(text, i)[1]
+
+
+def _object_entries(text: str, i: int) -> list[tuple[str, int]]:
+    """``(key, value offset)`` of the object starting at ``i`` (stops quietly where text is cut)."""
+    out: list[tuple[str, int]] = []
+    i = _skip_ws(text, i + 1)
+    try:
+        while i < len(text) and text[i] != "}":
+            key, i = _DECODER.raw_decode(text, i)
+            i = _skip_ws(text, i)
+            if i >= len(text) or text[i] != ":":
+                break
+            start = _skip_ws(text, i + 1)
+            out.append((str(key), start))
+            i = _skip_ws(text, _value_end(text, start))
+            if i < len(text) and text[i] == ",":
+                i = _skip_ws(text, i + 1)
+    except (json.JSONDecodeError, IndexError):
+        pass  # the head was cut inside this object: keep what was read
+    return out
+
+
+def _array_offsets(text: str, i: int, limit: int | None = None) -> list[int]:
+    """Offsets of the elements of the array starting at ``i`` (at most ``limit`` of them)."""
+    out: list[int] = []
+    i = _skip_ws(text, i + 1)
+    try:
+        while i < len(text) and text[i] != "]":
+            out.append(i)
+            if limit is not None and len(out) >= limit:
+                break
+            i = _skip_ws(text, _value_end(text, i))
+            if i < len(text) and text[i] == ",":
+                i = _skip_ws(text, i + 1)
+    except (json.JSONDecodeError, IndexError):
+        pass
+    return out
+
+
+@dataclass
+class JsonDoc:
+    """A whole-file JSON document, its text, and the line where each element starts."""
+
+    path: Path
+    text: str
+    value: Any
+    _arrays: dict[tuple[Key, ...], list[int]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def _newlines(self) -> list[int]:
+        return [m.start() for m in re.finditer("\n", self.text)]
+
+    def line_at(self, offset: int) -> int:
+        """1-based line of a character offset."""
+        return bisect.bisect_left(self._newlines, offset) + 1
+
+    def _offset(self, keys: Sequence[Key]) -> int | None:
+        offset = _skip_ws(self.text, 0)
+        for depth, key in enumerate(keys):
+            if isinstance(key, int):
+                elements = self._elements(tuple(keys[:depth]), offset)
+                if not 0 <= key < len(elements):
+                    return None
+                offset = elements[key]
+                continue
+            if offset >= len(self.text) or self.text[offset] != "{":
+                return None
+            found = [start for name, start in _object_entries(self.text, offset) if name == key]
+            if not found:
+                return None
+            offset = found[-1]  # json.loads keeps the last of duplicate keys
+        return offset
+
+    def _elements(self, keys: tuple[Key, ...], offset: int) -> list[int]:
+        if keys not in self._arrays:
+            is_array = offset < len(self.text) and self.text[offset] == "["
+            self._arrays[keys] = _array_offsets(self.text, offset) if is_array else []
+        return self._arrays[keys]
+
+    def line_of(self, *keys: Key) -> int | None:
+        """The line where the value at ``keys`` starts, or None when there is no such value."""
+        offset = self._offset(keys)
+        return None if offset is None else self.line_at(offset)
+
+    def element_lines(self, *keys: Key) -> tuple[int, ...]:
+        """The line of each element of the array at ``keys`` (empty when it is not an array)."""
+        offset = self._offset(keys)
+        if offset is None:
+            return ()
+        return tuple(self.line_at(o) for o in self._elements(tuple(keys), offset))
+
+
+def load_doc(path: Path) -> JsonDoc:
+    """Parse a whole-file JSON document; a bad file is a :class:`FormatError` with its line."""
+    value = load_json(path)
+    return JsonDoc(path=path, text=path.read_bytes().decode("utf-8"), value=value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sniffing
+
+
+@dataclass(frozen=True)
+class Peek:
+    """What the head of a JSON document shows: its kind, keys, and the keys of first elements."""
+
+    kind: str | None
+    """``"object"``, ``"list"`` or None (not JSON, or not a container)."""
+    keys: tuple[str, ...] = ()
+    """Top-level keys (object), or the keys of the first element (list of objects)."""
+    first_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """For an object: key -> the keys of the first element of the array under that key."""
+    scalars: Mapping[str, Any] = field(default_factory=dict)
+    """Top-level (object) or first-element (list) string values, read where complete."""
+
+
+def _keys_and_scalars(text: str, i: int) -> tuple[tuple[str, ...], dict[str, Any]]:
+    entries = _object_entries(text, i)
+    scalars: dict[str, Any] = {}
+    for name, start in entries:
+        if start < len(text) and text[start] == '"':
+            try:
+                scalars[name] = _DECODER.raw_decode(text, start)[0]
+            except json.JSONDecodeError:
+                continue
+    return tuple(name for name, _ in entries), scalars
+
+
+def _first_element_keys(text: str, start: int) -> tuple[str, ...]:
+    if start >= len(text) or text[start] != "[":
+        return ()
+    first = _array_offsets(text, start, limit=1)
+    if not first or text[first[0]] != "{":
+        return ()
+    return tuple(name for name, _ in _object_entries(text, first[0]))
+
+
+def peek(head: str) -> Peek:
+    """The structure of a JSON document's head (tolerates a head cut anywhere)."""
+    text = head.lstrip("\ufeff")
+    i = _skip_ws(text, 0)
+    if i >= len(text) or text[i] not in "[{":
+        return Peek(kind=None)
+    if text[i] == "{":
+        keys, scalars = _keys_and_scalars(text, i)
+        first = {name: _first_element_keys(text, start) for name, start in _object_entries(text, i)}
+        return Peek(kind="object", keys=keys, first_keys=first, scalars=scalars)
+    first_offsets = _array_offsets(text, i, limit=1)
+    if not first_offsets or text[first_offsets[0]] != "{":
+        return Peek(kind="list")
+    keys, scalars = _keys_and_scalars(text, first_offsets[0])
+    return Peek(kind="list", keys=keys, scalars=scalars)
+
+
+# --------------------------------------------------------------------------------------------------
+# Values
+
+
+def as_int(value: object) -> int | None:
+    """An int from a JSON number (bools and non-integral floats are not counts)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def parse_time(value: object) -> datetime | None:
+    """An ISO 8601 string or a Unix time in seconds; None when it is neither."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def usage_from_litellm(usage: object) -> Usage | None:
+    """An OpenAI / litellm ``usage`` object as :class:`Usage`; None when it has no prompt count.
+
+    ``prompt_tokens`` counts every input token. OpenAI reports the cached part in
+    ``prompt_tokens_details.cached_tokens``; litellm in front of Anthropic adds
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens``, both included in
+    ``prompt_tokens`` (a write without a TTL split counts as 5m, as in
+    :meth:`Usage.from_anthropic`).
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    prompt = as_int(usage.get("prompt_tokens"))
+    if prompt is None:
+        return None
+    output = as_int(usage.get("completion_tokens")) or 0
+    read = as_int(usage.get("cache_read_input_tokens"))
+    write = as_int(usage.get("cache_creation_input_tokens"))
+    if read is None and write is None:
+        details = usage.get("prompt_tokens_details")
+        cached = as_int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+        return Usage.from_openai(prompt, cached or 0, output)
+    read, write = read or 0, write or 0
+    # Some litellm versions left the write out of prompt_tokens: never report negative input.
+    uncached = prompt - read - write if prompt >= read + write else max(prompt - read, 0)
+    return Usage(input_tokens=uncached, cache_write_5m=write, cache_read=read, output_tokens=output)
+
+
+_FINISH_REASONS = {
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+    "STOP": "end_turn",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "refusal",
+}
+
+
+def stop_reason(response: Message, recorded: str | None = None) -> str:
+    """The call's stop reason in Anthropic's words.
+
+    A recorded finish reason (OpenAI ``finish_reason``, Gemini ``finishReason``) is mapped; when
+    the file records none, it is inferred from the response: ``tool_use`` when it calls a tool,
+    ``end_turn`` otherwise (what the provider returns for a reply without tool calls).
+    """
+    if recorded:
+        return _FINISH_REASONS.get(recorded, recorded)
+    return "tool_use" if any(isinstance(b, ToolUseBlock) for b in response.blocks) else "end_turn"
+
+
+# --------------------------------------------------------------------------------------------------
+# Calls from a transcript
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a file says about one model response, beside the message itself."""
+
+    index: int
+    """Index of the response (an assistant message) in the transcript's message tuple."""
+    line: int | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    timestamp: datetime | None = None
+    finish_reason: str | None = None
+    request_id: str | None = None
+
+
+def calls_from_messages(
+    messages: tuple[Message, ...],
+    replies: Sequence[Reply],
+    *,
+    system: str | tuple[Block, ...] | None = None,
+    tools: tuple[Tool, ...] = (),
+) -> tuple[Call, ...]:
+    """One call per reply: the request is every message before the response, rebuilt."""
+    calls: list[Call] = []
+    for reply in replies:
+        response = messages[reply.index]
+        request = Conversation(
+            model=reply.model, system=system, tools=tools, messages=messages[: reply.index]
+        )
+        calls.append(
+            Call(
+                request=request,
+                response=response,
+                usage=reply.usage,
+                model=reply.model,
+                timestamp=reply.timestamp,
+                stop_reason=stop_reason(response, reply.finish_reason),
+                request_id=reply.request_id,
+                exact=False,
+                line=reply.line,
+            )
+        )
+    return tuple(calls)
+
+
+class UserTurn:
+    """Collects user-role blocks until the next assistant message, tool results first.
+
+    The canonical shape puts every tool result in the one user message that follows the assistant
+    message which called the tools, results before any other content.
+    """
+
+    def __init__(self) -> None:
+        self.results: list[Block] = []
+        self.other: list[Block] = []
+
+    def add(self, block: Block, *, result: bool = False) -> None:
+        (self.results if result else self.other).append(block)
+
+    def flush(self, into: list[Message]) -> None:
+        blocks = (*self.results, *self.other)
+        if blocks:
+            into.append(Message(role="user", content=blocks))
+        self.results, self.other = [], []
+
+
+@dataclass(frozen=True)
+class ChatTranscript:
+    """An OpenAI chat message list in canonical form, and where its responses are."""
+
+    system: System
+    messages: tuple[Message, ...]
+    responses: tuple[tuple[int, int], ...]
+    """``(index in messages, index in the raw list)`` of each assistant message, in order."""
+
+
+def _message_error(exc: ValueError, index: int) -> str:
+    # parse_chat_messages numbers messages from 0 within the list it was given: renumber.
+    return f"message {index}: " + str(exc).removeprefix("message 0: ")
+
+
+def parse_chat(
+    raws: Sequence[object],
+    lines: Sequence[int | None],
+    skips: Skips,
+    *,
+    context: str = "",
+) -> ChatTranscript:
+    """Map an OpenAI chat message list with ``parse_chat_messages``; a bad message is an error at
+    its line (strict) or a skipped record (lenient: the message is left out)."""
+    kept: list[int] = []
+    for index, raw in enumerate(raws):
+        try:
+            parse_chat_messages([raw])  # type: ignore[list-item]
+        except ValueError as exc:
+            line = lines[index] if index < len(lines) else None
+            skips.fail(context + _message_error(exc, index), line)
+            continue
+        kept.append(index)
+    system, messages = parse_chat_messages([raws[i] for i in kept])  # type: ignore[misc]
+    raw_assistants = [i for i in kept if _is_assistant(raws[i])]
+    canonical = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    return ChatTranscript(
+        system=system,
+        messages=messages,
+        responses=tuple(zip(canonical, raw_assistants, strict=True)),
+    )
+
+
+def _is_assistant(raw: object) -> bool:
+    return isinstance(raw, Mapping) and raw.get("role") == "assistant"
+
+
+def fail_at(doc: JsonDoc, reason: str, *keys: Key) -> FormatError:
+    """A :class:`FormatError` at the line of the element at ``keys`` (the file when unknown)."""
+    return FormatError(doc.path, reason, doc.line_of(*keys))
+
+
+__all__ = [
+    "ChatTranscript",
+    "JsonDoc",
+    "Peek",
+    "Reply",
+    "UserTurn",
+    "as_int",
+    "as_str",
+    "calls_from_messages",
+    "fail_at",
+    "load_doc",
+    "parse_chat",
+    "parse_time",
+    "peek",
+    "stop_reason",
+    "usage_from_litellm",
+]
