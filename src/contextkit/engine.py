@@ -298,38 +298,46 @@ def _cacheable(block: Block) -> bool:
     return not isinstance(block, ThinkingBlock | RedactedThinkingBlock)
 
 
-def _mark_message(message: Message) -> Message:
+def cache_mark(ttl_s: int = 300) -> dict[str, str]:
+    """The ``cache_control`` value for a TTL (5 minutes is the provider's default)."""
+    return {"type": "ephemeral", "ttl": "1h"} if ttl_s >= 3600 else dict(EPHEMERAL)
+
+
+def _mark_message(message: Message, mark: Mapping[str, str] = EPHEMERAL) -> Message:
     """The message with a breakpoint on its last block that may carry one (or unchanged)."""
     blocks = message.blocks
     for i in range(len(blocks) - 1, -1, -1):
         if _cacheable(blocks[i]):
-            marked = blocks[i].model_copy(update={"cache_control": dict(EPHEMERAL)})
+            marked = blocks[i].model_copy(update={"cache_control": dict(mark)})
             return message.model_copy(update={"content": (*blocks[:i], marked, *blocks[i + 1 :])})
     return message
 
 
-def place_breakpoints(view: Conversation, previous_end: Message | None = None) -> Conversation:
+def place_breakpoints(
+    view: Conversation, previous_end: Message | None = None, ttl_s: int = 300
+) -> Conversation:
     """Up to four breakpoints where the prefix stays stable.
 
     End of tools and end of system (they change rarely); the last message of the previous request
     when the view still holds it (so a call that appends more than 20 blocks still reads the entry
     the previous call wrote); and the last message (written for the next call).
     """
+    mark = cache_mark(ttl_s)
     update: dict[str, Any] = {}
     if view.tools:
-        last = view.tools[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        last = view.tools[-1].model_copy(update={"cache_control": dict(mark)})
         update["tools"] = (*view.tools[:-1], last)
     if view.system is not None and view.system_blocks:
         blocks = view.system_blocks
-        marked = blocks[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        marked = blocks[-1].model_copy(update={"cache_control": dict(mark)})
         update["system"] = (*blocks[:-1], marked)
     messages = list(view.messages)
     if messages:
-        messages[-1] = _mark_message(messages[-1])
+        messages[-1] = _mark_message(messages[-1], mark)
         if previous_end is not None:
             for i in range(len(messages) - 2, -1, -1):
                 if view.messages[i] is previous_end:
-                    messages[i] = _mark_message(messages[i])
+                    messages[i] = _mark_message(messages[i], mark)
                     break
         update["messages"] = tuple(messages)
     return view.model_copy(update=update) if update else view

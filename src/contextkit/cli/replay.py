@@ -1,0 +1,164 @@
+"""``contextkit replay`` and ``contextkit compare``: strategies scored on recorded sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.compare import compare, find_session_files, run_strategy
+from contextkit.errors import ContextkitError
+from contextkit.formats import load
+from contextkit.formats.anthropic import write_requests_jsonl
+from contextkit.replay import AS_RECORDED, ASSUMPTION, Replay
+from contextkit.strategies.config import PRESETS
+
+DEFAULT_SPECS = (AS_RECORDED, *PRESETS)
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def _summary_row(name: str, summary: dict[str, Any], calls: int | None = None) -> list[str]:
+    row = [
+        name,
+        _money(summary["cost_usd"]),
+        f"{summary['input_tokens']:,}",
+        f"{summary['cache_read']:,}",
+        f"{summary['cache_write']:,}",
+        f"{summary['peak_context_tokens']:,}",
+        str(summary["compactions"]),
+        str(summary["overflow_calls"]),
+        f"{summary['recall']:.3f}",
+    ]
+    return row if calls is None else [*row[:1], str(calls), *row[1:]]
+
+
+_COLUMNS = (
+    "cost",
+    "uncached in",
+    "cache read",
+    "cache write",
+    "peak context",
+    "compactions",
+    "overflows",
+    "recall",
+)
+
+
+@app.command("replay")
+def replay_command(
+    file: Annotated[Path, typer.Argument(help="A recorded session file.")],
+    strategy: Annotated[
+        str,
+        typer.Option("--strategy", "-s", help="Preset, config file, inline spec, or as-recorded."),
+    ] = "evict-tool-results",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    dump_requests: Annotated[
+        Path | None,
+        typer.Option("--dump-requests", help="Write each request the strategy sends (JSONL)."),
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
+    lenient: Annotated[
+        bool, typer.Option("--lenient", help="Skip bad records, list them.")
+    ] = False,
+) -> None:
+    """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
+    loaded = load(file, lenient=lenient)
+    if not loaded.sessions or not loaded.sessions[0].calls:
+        raise ContextkitError(f"{file}: no model calls to replay")
+    session = loaded.sessions[0]
+    result = run_strategy(session, strategy)
+    baseline = run_strategy(session, AS_RECORDED) if strategy != AS_RECORDED else result
+    if dump_requests is not None:
+        write_requests_jsonl(dump_requests, result.requests)
+    if plot is not None:
+        from contextkit.replay_plots import plot_replays  # noqa: PLC0415  (matplotlib loads slowly)
+
+        plot_replays([baseline, result] if baseline is not result else [result], plot)
+    if as_json:
+        print_json(result.to_json())
+        return
+    _print_replay(result, baseline, len(loaded.sessions))
+    if dump_requests is not None:
+        console.print(f"requests written to {dump_requests}")
+    if plot is not None:
+        console.print(f"plot written to {plot}")
+
+
+def _print_replay(result: Replay, baseline: Replay, sessions: int) -> None:
+    table = Table(title=f"{result.session.path} ({result.session.model}, {len(result.rows)} calls)")
+    for col in ("strategy", *_COLUMNS):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    if baseline is not result:
+        table.add_row(*_summary_row(AS_RECORDED, baseline.summary()))
+    table.add_row(*_summary_row(result.strategy, result.summary()))
+    console.print(table)
+    if result.recall.examples:
+        lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
+        console.print(f"lost (examples): {lost}")
+    console.print(f"[dim]{ASSUMPTION}[/]")
+    if sessions > 1:
+        console.print(f"[dim]the file holds {sessions} sessions; the first was replayed[/]")
+
+
+@app.command("compare")
+def compare_command(
+    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    strategy: Annotated[
+        list[str] | None,
+        typer.Option("--strategy", "-s", help="Repeatable; default: as-recorded and every preset."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = 1,
+    lenient: Annotated[
+        bool, typer.Option("--lenient", help="Skip bad records, list them.")
+    ] = False,
+) -> None:
+    """Replay every session under every strategy and compare."""
+    specs = tuple(strategy) if strategy else DEFAULT_SPECS
+    found = find_session_files(paths)
+    with Progress(console=err_console, transient=True, disable=as_json) as progress:
+        task = progress.add_task("replaying", total=len(found.files))
+        results = compare(
+            found.files, specs, jobs=jobs, lenient=lenient, on_done=lambda _: progress.advance(task)
+        )
+    rows = [r for f in results for r in f.results]
+    errors = [{"path": f.path, "error": f.error} for f in results if f.error]
+    if plot is not None:
+        from contextkit.replay_plots import plot_cost_recall  # noqa: PLC0415  (slow import)
+
+        plot_cost_recall(rows, plot)
+    if as_json:
+        print_json({"results": rows, "errors": errors, "skipped": [list(s) for s in found.skipped]})
+    else:
+        _print_compare(rows, errors, found.skipped)
+    if errors:
+        raise typer.Exit(2)
+
+
+def _print_compare(
+    rows: list[dict[str, Any]], errors: list[dict[str, Any]], skipped: tuple[tuple[str, str], ...]
+) -> None:
+    table = Table(title="strategies compared (replay keeps the recorded responses)")
+    for col in ("session / strategy", "calls", *_COLUMNS):
+        table.add_column(col, justify="left" if col.startswith("session") else "right")
+    last = None
+    for row in rows:
+        label = row["strategy"]
+        if row["path"] != last:
+            table.add_section()
+            table.add_row(f"[bold]{row['path']}[/]", *[""] * (len(_COLUMNS) + 1))
+            last = row["path"]
+        table.add_row("  " + label, *_summary_row(label, row["summary"], row["calls"])[1:])
+    console.print(table)
+    for err in errors:
+        err_console.print(f"[red]could not read[/] {err['error']}")
+    for path, reason in skipped:
+        err_console.print(f"[yellow]skipped[/] {path}: {reason}")

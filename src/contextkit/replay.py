@@ -1,0 +1,392 @@
+"""Replay a recorded session under a strategy: what it would have sent, cost, kept and lost.
+
+Contract:
+
+- The recorded calls are walked in order. At each call the view is the previous view plus what the
+  recording appended since; the strategy then shapes it (as :class:`ContextEngine` would live).
+  What was appended is the part of the recorded request beyond the previous request and its
+  response. A harness's own compaction artefacts (the summary Claude Code writes after a
+  ``compact_boundary``) are recognised and not fed back as new content. Requests that continue no
+  earlier request (side calls of a harness: titles, quota checks) are threads of their own.
+- Each view gets cache breakpoints as contextkit places them (``engine.place_breakpoints``) and is
+  priced with the cache simulator at the recorded timestamps (TTLs follow the recording). The
+  recorded responses are kept: replay measures cost and what the view kept, NOT how the model would
+  have acted on a different view. Reports state this.
+- ``as-recorded`` is the recording itself: the recorded requests, and the recorded usage where the
+  file has it (the real bill); ``none`` is the full tape, with every call that would overflow the
+  model's window flagged.
+- Recall (:mod:`contextkit.recall`): the facts each recorded response uses that the tape held and
+  the view no longer did.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contextkit.accounting import Ledger, default_cache, price_session
+from contextkit.cache import AnthropicCache
+from contextkit.engine import place_breakpoints
+from contextkit.messages import Block, Conversation, Message
+from contextkit.pricing import ModelPrice
+from contextkit.recall import CallRecall, FactIndex, RecallReport, score_call, summarise
+from contextkit.reference import context_window
+from contextkit.session import Call, Session
+from contextkit.strategies.base import CallFacts, Receipt, Strategy
+from contextkit.tokens import TokenCounter, counter_for_model
+
+ASSUMPTION = (
+    "replay keeps the recorded responses: it measures what each view would have cost and kept, "
+    "not how the model would have acted on a different view"
+)
+AS_RECORDED = "as-recorded"
+
+
+class ReplayRow(BaseModel):
+    """One call of a replay."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call: int
+    context_tokens: int
+    input_tokens: int
+    cache_write: int
+    cache_read: int
+    output_tokens: int
+    cost_usd: float | None
+    compacted: bool
+    tokens_freed: int
+    overflow: bool
+    needed: int
+    kept: int
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A session replayed under one strategy."""
+
+    session: Session
+    strategy: str
+    requests: tuple[Conversation, ...]
+    """Each request as the strategy would have sent it (with breakpoints)."""
+    receipts: tuple[tuple[Receipt, ...], ...]
+    ledger: Ledger
+    recall: RecallReport
+    rows: tuple[ReplayRow, ...]
+    window: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.ledger.simulated.total_cost
+
+    @property
+    def recorded_cost_usd(self) -> float | None:
+        return self.ledger.recorded.total_cost if self.ledger.recorded is not None else None
+
+    def summary(self) -> dict[str, Any]:
+        table = self.ledger.simulated
+        real = self.strategy == AS_RECORDED and self.ledger.recorded is not None
+        source = self.ledger.recorded if real and self.ledger.recorded is not None else table
+        totals = source.totals()
+        return {
+            "input_tokens": int(totals["input"] or 0),
+            "cache_read": int(totals["cache_read"] or 0),
+            "cache_write": int((totals["cache_write_5m"] or 0) + (totals["cache_write_1h"] or 0)),
+            "output": int(totals["output"] or 0),
+            "cost_usd": source.total_cost,
+            "peak_context_tokens": int(max((r.context_tokens for r in self.rows), default=0)),
+            "compactions": sum(1 for r in self.rows if r.compacted),
+            "overflow_calls": sum(1 for r in self.rows if r.overflow),
+            "recall": self.recall.recall,
+        }
+
+    def to_json(self, rows: bool = True) -> dict[str, Any]:
+        return {
+            "path": self.session.path,
+            "strategy": self.strategy,
+            "model": self.session.model,
+            "calls": len(self.session.calls),
+            "summary": self.summary(),
+            "recorded_cost_usd": self.recorded_cost_usd,
+            "lost_examples": [{"call": c, "fact": f} for c, f in self.recall.examples],
+            "notes": [ASSUMPTION, *self.notes, *self.ledger.notes],
+            "rows": [r.model_dump() for r in self.rows] if rows else [],
+        }
+
+
+# --- walking the recording ---------------------------------------------------------------------
+
+
+def _strip_marks(message: Message) -> Message:
+    """The message without ``cache_control``: placement is the replay's own decision."""
+    if isinstance(message.content, str):
+        return message
+    blocks = tuple(_strip_block(b) for b in message.content)
+    if all(a is b for a, b in zip(blocks, message.content, strict=True)):
+        return message
+    return message.model_copy(update={"content": blocks})
+
+
+def _strip_block(block: Block) -> Block:
+    extra = block.model_extra or {}
+    if "cache_control" not in extra:
+        return block
+    payload = block.model_dump(mode="python", exclude_unset=True)
+    payload.pop("cache_control")
+    return type(block).model_validate(payload)
+
+
+@dataclass
+class _Thread:
+    sent: tuple[Message, ...]
+    """The messages of the recorded request this thread last made (marks stripped)."""
+    view: Conversation
+    tape: Conversation
+
+
+@dataclass
+class _Walker:
+    """Turns recorded requests into tape increments, one thread per independent conversation."""
+
+    session: Session
+    threads: list[_Thread] = field(default_factory=list)
+    _stripped: dict[int, tuple[Message, Message]] = field(default_factory=dict)
+
+    def strip(self, message: Message) -> Message:
+        hit = self._stripped.get(id(message))
+        if hit is None or hit[0] is not message:
+            hit = (message, _strip_marks(message))
+            self._stripped[id(message)] = hit
+        return hit[1]
+
+    def step(self, index: int, call: Call) -> tuple[_Thread, tuple[Message, ...], Conversation]:
+        """The thread, the messages the recording appended since its last request, the head.
+
+        What was appended is everything beyond the thread's previous request: the recorded
+        response (as the harness sent it back) and the new user content."""
+        messages = tuple(self.strip(m) for m in call.request.messages)
+        head = call.request.model_copy(update={"messages": ()})
+        thread, shared = self._match(messages)
+        if thread is None and index in self.session.compactions and self.threads:
+            thread = self.threads[-1]
+            shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
+        if thread is None:
+            thread = _Thread(sent=(), view=head, tape=head)
+            self.threads.append(thread)
+            shared = 0
+        thread.sent = messages
+        return thread, messages[shared:], head
+
+    def _match(self, messages: tuple[Message, ...]) -> tuple[_Thread | None, int]:
+        for thread in reversed(self.threads):
+            n = len(thread.sent)
+            if n and len(messages) > n and _same(messages[:n], thread.sent):
+                return thread, n
+        return None, 0
+
+
+def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    return all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
+    """After a harness compaction: how many leading messages are the harness's artefacts or
+    content the tape already holds (the summary first, then anything already seen)."""
+    seen = set(map(_key, tape))
+    skip = 1  # the summary the harness wrote
+    while skip < len(messages) and _key(messages[skip]) in seen:
+        skip += 1
+    return min(skip, len(messages))
+
+
+def _key(message: Message) -> str:
+    return message.model_dump_json()
+
+
+def _with_head(view: Conversation, head: Conversation, new: tuple[Message, ...]) -> Conversation:
+    """The view under the recorded request's head (system, tools, params) plus the new messages."""
+    if _same_head(view, head):
+        return view.append(*new) if new else view
+    return head.model_copy(update={"messages": (*view.messages, *new)})
+
+
+def _same_head(view: Conversation, head: Conversation) -> bool:
+    a = view.model_copy(update={"messages": ()})
+    return a == head
+
+
+# --- replay ------------------------------------------------------------------------------------
+
+
+def replay(
+    session: Session,
+    strategy: Strategy,
+    *,
+    name: str = "strategy",
+    counter: TokenCounter | None = None,
+    price: ModelPrice | None = None,
+    budget_tokens: int | None = None,
+    window: int | None = None,
+) -> Replay:
+    """Replay ``session`` under ``strategy`` (see the module docstring)."""
+    counter = counter or counter_for_model(session.model)
+    window = window or context_window(session.model) or 200_000
+    hidden = _hidden_tokens(session, counter, price)
+    budget = budget_tokens or max(window - hidden - 16_000, 1)
+    walker = _Walker(session)
+    index = FactIndex()
+    views: list[Conversation] = []
+    receipts: list[tuple[Receipt, ...]] = []
+    scores: list[CallRecall] = []
+    for i, call in enumerate(session.calls):
+        thread, new, head = walker.step(i, call)
+        thread.tape = _with_head(thread.tape, head, new)
+        view = _with_head(thread.view, head, new)
+        facts = CallFacts(
+            counter=counter,
+            budget_tokens=budget,
+            context_window=window,
+            model=call.model or session.model,
+            now=call.timestamp or CallFacts().now,
+            call_index=i,
+        )
+        result = strategy(view, facts)
+        thread.view = result.view
+        views.append(result.view)
+        receipts.append(result.receipts)
+        scores.append(score_call(index, call.response, thread.tape, result.view))
+    return _finish(
+        session,
+        name=name,
+        views=views,
+        receipts=receipts,
+        scores=scores,
+        counter=counter,
+        price=price,
+        window=window,
+    )
+
+
+def replay_as_recorded(
+    session: Session,
+    *,
+    counter: TokenCounter | None = None,
+    price: ModelPrice | None = None,
+    window: int | None = None,
+) -> Replay:
+    """The recording itself: recorded requests, recorded usage where present (the real bill)."""
+    counter = counter or counter_for_model(session.model)
+    window = window or context_window(session.model) or 200_000
+    ledger = price_session(session, counter, price, output="recorded")
+    none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
+    rows = _rows(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)
+    return Replay(
+        session=session,
+        strategy=AS_RECORDED,
+        requests=tuple(c.request for c in session.calls),
+        receipts=tuple(() for _ in session.calls),
+        ledger=ledger,
+        recall=RecallReport(0, 0, ()),
+        rows=rows,
+        window=window,
+        notes=("the recording as it was: recorded requests and, where present, recorded usage",),
+    )
+
+
+def _hidden_tokens(session: Session, counter: TokenCounter, price: ModelPrice | None) -> int:
+    """The inferred size of a system prompt and tools the file omits (0 when it holds them)."""
+    if session.prefix_known or not session.calls:
+        return 0
+    first = session.calls[0]
+    if first.usage is None:
+        return 0
+    return max(first.usage.total_input - counter.count_conversation(first.request), 0)
+
+
+def _finish(
+    session: Session,
+    *,
+    name: str,
+    views: list[Conversation],
+    receipts: list[tuple[Receipt, ...]],
+    scores: list[CallRecall],
+    counter: TokenCounter,
+    price: ModelPrice | None,
+    window: int,
+) -> Replay:
+    recorded = [c.usage for c in session.calls]
+    base_cache = default_cache(session, [u for u in recorded if u is not None] or None)
+    ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
+    requests = _placed(views, ttl)
+    replayed = session.model_copy(
+        update={
+            "calls": tuple(
+                c.model_copy(update={"request": r})
+                for c, r in zip(session.calls, requests, strict=True)
+            )
+        }
+    )
+    cache = base_cache.model_copy(update={"placement": "as-sent"}) if ttl else base_cache
+    ledger = price_session(replayed, counter, price, cache=cache, output="recorded")
+    rows = _rows(session, ledger, receipts, scores, window)
+    return Replay(
+        session=session,
+        strategy=name,
+        requests=tuple(requests),
+        receipts=tuple(receipts),
+        ledger=ledger,
+        recall=summarise(scores),
+        rows=rows,
+        window=window,
+    )
+
+
+def _placed(views: Sequence[Conversation], ttl: int | None) -> list[Conversation]:
+    """Breakpoints as the engine places them; the previous request's end where still held."""
+    if ttl is None:
+        return list(views)
+    out: list[Conversation] = []
+    previous: Message | None = None
+    for view in views:
+        out.append(place_breakpoints(view, previous, ttl_s=ttl))
+        previous = view.messages[-1] if view.messages else None
+    return out
+
+
+def _rows(
+    session: Session,
+    ledger: Ledger,
+    receipts: Sequence[tuple[Receipt, ...]],
+    scores: Sequence[CallRecall],
+    window: int,
+) -> tuple[ReplayRow, ...]:
+    table = ledger.simulated
+    rows = []
+    for i in range(len(session.calls)):
+        context = int(ledger.context_tokens[i])
+        cost = float(table.cost_usd[i])
+        rows.append(
+            ReplayRow(
+                call=i,
+                context_tokens=context,
+                input_tokens=int(table.input[i]),
+                cache_write=int(table.cache_write_5m[i] + table.cache_write_1h[i]),
+                cache_read=int(table.cache_read[i]),
+                output_tokens=int(table.output[i]),
+                cost_usd=None if math.isnan(cost) else cost,
+                compacted=bool(receipts[i]),
+                tokens_freed=sum(r.tokens_freed for r in receipts[i]),
+                overflow=context > window,
+                needed=scores[i].needed,
+                kept=scores[i].kept,
+            )
+        )
+    return tuple(rows)
+
+
+__all__ = ["ASSUMPTION", "AS_RECORDED", "Replay", "ReplayRow", "replay", "replay_as_recorded"]
