@@ -44,6 +44,9 @@ _READER_MODULES: tuple[str, ...] = (
     "tau_bench",
     "mini_swe_agent",
     "swe_agent",
+    "codex",
+    "openai_responses",
+    "openai_chat",
 )
 
 
