@@ -1,0 +1,247 @@
+"""``contextkit validate``: exit codes, the JSON document, and bad input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from conftest import corpus_files
+from contextkit.cli import app
+from contextkit.cli.validate import check_file
+from contextkit.formats import load
+from contextkit.invariants import repair, rules_for, validate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+CLEAN = FIXTURES / "clean.jsonl"
+DANGLING = FIXTURES / "dangling.jsonl"
+BAD_LINES = FIXTURES / "bad_lines.jsonl"
+OTHER = FIXTURES / "other_format.csv"
+
+runner = CliRunner()
+
+
+def run(*args: str | Path) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr, with rich's line wrapping undone (words joined by spaces)."""
+    result = runner.invoke(app, ["validate", *map(str, args)])
+    # Anything but a clean exit (typer.Exit / SystemExit) is an escaped exception: a bug.
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return result.exit_code, _flat(result.stdout), _flat(result.stderr)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run_json(*args: str | Path) -> tuple[int, dict[str, Any]]:
+    result = runner.invoke(app, ["validate", "--json", *map(str, args)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_clean_file_exits_0_with_the_documented_json_shape() -> None:
+    code, doc = run_json(CLEAN)
+    assert code == 0
+    assert doc == {
+        "files": [
+            {
+                "path": str(CLEAN),
+                "format": "anthropic",
+                "calls": 3,
+                "violations": [],
+                "skipped": [],
+            }
+        ]
+    }
+
+
+def test_dangling_call_exits_1_and_is_listed_for_every_request_carrying_it() -> None:
+    code, doc = run_json(DANGLING)
+    assert code == 1
+    (entry,) = doc["files"]
+    assert entry["calls"] == 3
+    assert entry["violations"] == [
+        {
+            "call": call,
+            "code": "dangling_tool_use",
+            "message_index": 1,
+            "block_index": 0,
+            "detail": "tool_use toolu_01 has no tool_result in the next user turn",
+        }
+        for call in (1, 2)
+    ]
+
+
+def test_table_for_people_folds_repeats_over_calls() -> None:
+    code, out, _ = run(DANGLING)
+    assert code == 1
+    assert "dangling_tool_use" in out
+    assert "1-2" in out
+    assert "3 calls, 2 violations" in out
+
+
+def test_unreadable_file_wins_over_violations() -> None:
+    code, doc = run_json(DANGLING, OTHER)
+    assert code == 2
+    first, second = doc["files"]
+    assert first["violations"]
+    assert second["format"] is None
+    assert second["calls"] == 0
+    assert str(OTHER) in second["error"]
+    assert "not a recognised session format" in second["error"]
+
+
+def test_strict_read_names_file_and_line_of_the_first_bad_record() -> None:
+    code, out, err = run(BAD_LINES)
+    assert code == 2
+    assert f"{BAD_LINES}:2: not valid JSON" in err
+    assert "Traceback" not in out + err
+
+
+def test_lenient_lists_each_skipped_line() -> None:
+    code, doc = run_json("--lenient", BAD_LINES)
+    assert code == 0
+    (entry,) = doc["files"]
+    assert entry["calls"] == 1
+    assert [s["line"] for s in entry["skipped"]] == [2, 3, 4, 5]
+    assert all(s["reason"] for s in entry["skipped"])
+    _, out, _ = run("--lenient", BAD_LINES)
+    for line in (2, 3, 4, 5):
+        assert f"skipped line {line}:" in out
+
+
+def test_missing_file_directory_and_binary_file_exit_2_without_traceback(tmp_path: Path) -> None:
+    binary = tmp_path / "blob.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    missing = tmp_path / "missing.jsonl"
+    code, doc = run_json(missing, tmp_path, binary)
+    assert code == 2
+    errors = [f["error"] for f in doc["files"]]
+    assert errors[0] == f"{missing}: no such file"
+    assert errors[1] == f"{tmp_path}: not a regular file"
+    assert str(binary) in errors[2]
+    code, out, err = run(missing, tmp_path, binary)
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "no such file" in err
+
+
+def test_unknown_rules_exit_2() -> None:
+    code, _, err = run("--rules", "bedrock", CLEAN)
+    assert code == 2
+    assert "unknown provider rules" in err
+
+
+def test_strict_rules_still_pass_a_clean_file() -> None:
+    code, _ = run_json("--rules", "strict", CLEAN)
+    assert code == 0
+
+
+def test_the_installed_entry_point_reports_bad_input_without_traceback(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(b"\x00\xff{not json")
+    env = {**os.environ, "COLUMNS": "200"}
+    result = subprocess.run(
+        [sys.executable, "-c", "from contextkit.cli import main; main()", "validate", str(junk)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "junk.json" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# fuzzed input: whatever the bytes, an exit code in {0, 1, 2}, one JSON document, no traceback
+
+
+def _corrupt(data: bytes, how: str, at: int, junk: bytes) -> bytes:
+    at %= len(data) + 1
+    if how == "truncate":
+        return data[:at]
+    if how == "replace":
+        return data[:at] + junk + data[at + len(junk) :]
+    if how == "insert":
+        return data[:at] + junk + data[at:]
+    return junk
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    source=st.sampled_from([CLEAN, DANGLING, BAD_LINES]),
+    how=st.sampled_from(["truncate", "replace", "insert", "random"]),
+    at=st.integers(0, 2_000),
+    junk=st.binary(min_size=1, max_size=40)
+    | st.sampled_from([b"\n", b'"', b"}", b"\xff\xfe", b"null", b'{"type":1}', b"[]"]),
+    lenient=st.booleans(),
+)
+def test_corrupted_files_never_crash(
+    source: Path, how: str, at: int, junk: bytes, lenient: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / source.name
+        path.write_bytes(_corrupt(source.read_bytes(), how, at, junk))
+        args = ["--lenient", path] if lenient else [path]
+        result = runner.invoke(app, ["validate", "--json", *map(str, args)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert result.exit_code in (0, 1, 2)
+    assert "Traceback" not in result.output
+    (entry,) = json.loads(result.stdout)["files"]
+    if result.exit_code == 2:
+        assert str(path) in entry["error"]
+        assert entry["format"] is None
+    else:
+        assert "error" not in entry
+        assert entry["calls"] >= 0
+
+
+# --------------------------------------------------------------------------------------------------
+# the recorded corpus (fails, not skips, when $CONTEXTKIT_CORPUS is set and readers are missing)
+
+
+def test_corpus_every_file_reads_leniently_and_validates(corpus: Path) -> None:
+    files = corpus_files(corpus)
+    assert files, f"no session files under {corpus}"
+    code, doc = run_json("--lenient", *files)
+    unreadable = {f["path"]: f["error"] for f in doc["files"] if "error" in f}
+    assert unreadable == {}
+    assert code in (0, 1)
+    assert all(f["calls"] > 0 for f in doc["files"]), [f["path"] for f in doc["files"]]
+
+
+def test_corpus_exact_requests_that_got_a_response_are_valid(corpus: Path) -> None:
+    """A request the provider answered was accepted: validate must not flag it (no false alarm)."""
+    rules = rules_for("anthropic")
+    checked = 0
+    for path in corpus_files(corpus):
+        report = check_file(path, lenient=True, rules=rules)
+        assert report.error is None, report.error
+        loaded = load(path, lenient=True)
+        if loaded.format not in ("anthropic", "claude-trace"):
+            continue
+        for session in loaded.sessions:
+            for call in session.calls:
+                if call.exact and call.response is not None:
+                    assert validate(call.request) == (), (path, call.line)
+                    checked += 1
+    assert checked > 0
+
+
+def test_corpus_every_request_repairs_to_valid(corpus: Path) -> None:
+    for path in corpus_files(corpus):
+        loaded = load(path, lenient=True)
+        for session in loaded.sessions:
+            for call in session.calls:
+                fixed, receipts = repair(call.request)
+                assert validate(fixed) == (), (path, call.line)
+                assert (fixed is call.request) == (not receipts)
