@@ -34,6 +34,7 @@ from contextkit.messages import (
     Conversation,
     Message,
     Role,
+    TextBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -207,9 +208,18 @@ def _message(role: Role, recs: list[Rec], memo: MessageMemo) -> Message:
             # Tool results first: the API rejects a user message with text before its results.
             results = [b for b in blocks if isinstance(b, ToolResultBlock)]
             blocks = results + [b for b in blocks if not isinstance(b, ToolResultBlock)]
+        if role == "assistant":
+            blocks = _sendable(blocks)
         message = Message(role=role, content=tuple(blocks))
     memo[key] = message
     return message
+
+
+def _sendable(blocks: list[Block]) -> list[Block]:
+    """Without whitespace-only text blocks: models emit them between thinking and tool calls, but
+    the API rejects them in a request, so Claude Code does not send them back."""
+    kept = [b for b in blocks if not (isinstance(b, TextBlock) and not b.text.strip())]
+    return kept or blocks
 
 
 def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) -> tuple[Call, int]:
