@@ -1,0 +1,230 @@
+"""``contextkit cost``: cost per ticket from recordings or a workload profile, with what-ifs.
+
+Three modes:
+
+- ``contextkit cost PATH... [--lenient]``: files or folders of recorded sessions (subagents priced
+  into their parent's ticket);
+- ``contextkit cost --profile profile.toml [--tickets N] [--seed S]``: Monte Carlo on a workload
+  profile, with the closed form beside it;
+- ``contextkit cost --fit PATH... -o profile.toml``: fit a profile to recordings and write it.
+
+What-ifs (each one row, shown as a delta against the baseline, each re-simulating the cache):
+``--add-tools N [--tool-tokens S]``, ``--add-tools-file FILE``, ``--system-tokens +N``,
+``--cache off|5m|1h``, ``--strategy SPEC`` (recordings only), ``--model M``.
+
+``--json`` prints one document: ``{"tickets", "mean_usd", "p50_usd", "p90_usd", "max_usd",
+"breakdown", "what_if": [{"change", "mean_usd", "delta_usd", "delta_pct", ...}], "recorded",
+"closed_form", "per_ticket", "notes", ...}``; ``--plot OUT.png`` draws the distribution and the
+breakdown. Bad input exits with code 2 and a message naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from contextkit.cli._app import app, console, console_error, print_json
+from contextkit.errors import ConfigError, ContextkitError
+from contextkit.estimate import collect_tickets
+from contextkit.estimate_fit import fit_profile
+from contextkit.estimate_profile import CacheMode, dump_profile, load_profile
+from contextkit.estimate_report import (
+    CostReport,
+    WhatIfs,
+    estimate_from_profile,
+    estimate_recordings,
+    plot_report,
+)
+
+
+def _signed(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value.replace("_", ""))
+    except ValueError:
+        raise ConfigError(
+            f"--system-tokens takes a signed integer such as +500 (got {value!r})"
+        ) from None
+
+
+def _cache(value: str | None) -> CacheMode | None:
+    if value is None or value in ("off", "5m", "1h"):
+        return value  # type: ignore[return-value]
+    raise ConfigError(f"--cache must be off, 5m or 1h (got {value!r})")
+
+
+@app.command("cost")
+def cost_command(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Session files or folders.", show_default=False)
+    ] = None,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="Workload profile TOML.")
+    ] = None,
+    fit: Annotated[bool, typer.Option("--fit", help="Fit a profile to PATHs (needs -o).")] = False,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Where --fit writes.")
+    ] = None,
+    tickets: Annotated[int | None, typer.Option("--tickets", help="Monte Carlo tickets.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Monte Carlo seed.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="What if: another model.")] = None,
+    add_tools: Annotated[
+        int | None, typer.Option("--add-tools", help="What if: N more tools.")
+    ] = None,
+    add_tools_file: Annotated[
+        Path | None, typer.Option("--add-tools-file", help="What if: these JSON tool schemas.")
+    ] = None,
+    tool_tokens: Annotated[
+        int | None, typer.Option("--tool-tokens", help="Size of each --add-tools schema.")
+    ] = None,
+    system_tokens: Annotated[
+        str | None, typer.Option("--system-tokens", help="What if: system prompt +N tokens.")
+    ] = None,
+    cache: Annotated[str | None, typer.Option("--cache", help="What if: off, 5m or 1h.")] = None,
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", help="What if: replay under this strategy.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")] = None,
+    lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
+) -> None:
+    """Cost per ticket, its distribution and breakdown, and what-ifs against it."""
+    try:
+        what = WhatIfs(
+            add_tools=add_tools,
+            add_tools_file=add_tools_file,
+            tool_tokens=tool_tokens,
+            system_tokens=_signed(system_tokens),
+            cache=_cache(cache),
+            strategy=strategy,
+            model=model,
+        )
+        if fit:
+            _fit(paths or [], output, lenient, json_out)
+            return
+        report = _report(paths or [], profile, what, tickets, seed, lenient)
+    except ContextkitError as exc:
+        console_error(str(exc))
+        raise typer.Exit(2) from None
+    if plot is not None:
+        plot_report(report, plot)
+    if json_out:
+        print_json(report.to_json())
+    else:
+        _print(report, plot)
+
+
+def _report(
+    paths: list[Path],
+    profile: Path | None,
+    what: WhatIfs,
+    tickets: int | None,
+    seed: int | None,
+    lenient: bool,
+) -> CostReport:
+    if profile is not None:
+        if paths:
+            raise ConfigError("give either PATHs or --profile, not both")
+        return estimate_from_profile(load_profile(profile), what, tickets=tickets, seed=seed)
+    if not paths:
+        raise ConfigError("nothing to estimate: give session PATHs or --profile FILE")
+    return estimate_recordings(paths, what, lenient=lenient)
+
+
+def _fit(paths: list[Path], output: Path | None, lenient: bool, json_out: bool) -> None:
+    if not paths or output is None:
+        raise ConfigError("--fit needs session PATHs and -o profile.toml")
+    fitted = fit_profile(collect_tickets(paths, lenient=lenient).tickets)
+    output.write_text(dump_profile(fitted), encoding="utf-8")
+    if json_out:
+        print_json({"profile": str(output), **fitted.model_dump(mode="json", by_alias=True)})
+    else:
+        console.print(f"wrote {output}", highlight=False)
+        console.print(dump_profile(fitted), highlight=False, markup=False)
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+def _usd(value: Any) -> str:
+    return "-" if value is None else f"${value:,.4f}"
+
+
+def _print(report: CostReport, plot: Path | None) -> None:
+    data = report.to_json()
+    head = Table(title=f"Cost per ticket ({report.source}, {data['tickets']} tickets)")
+    for col in ("", "mean", "p50", "p90", "max"):
+        head.add_column(col, justify="right" if col else "left")
+    head.add_row(
+        "simulated" if report.source == "recordings" else "Monte Carlo",
+        *(_usd(data[k]) for k in ("mean_usd", "p50_usd", "p90_usd", "max_usd")),
+    )
+    if data["recorded"]:
+        rec = data["recorded"]
+        head.add_row(
+            f"recorded ({rec['tickets']} tickets)",
+            *(_usd(rec[k]) for k in ("mean_usd", "p50_usd", "p90_usd", "max_usd")),
+        )
+    console.print(head)
+    if data["closed_form"]:
+        cf = data["closed_form"]
+        console.print(
+            f"closed form: no cache {_usd(cf['no_cache_usd'])}, always-warm cache "
+            f"{_usd(cf['warm_cache_usd'])}, calls {cf['calls']:.2f}",
+            highlight=False,
+        )
+    console.print(_breakdown_table(data["breakdown"]))
+    if data["what_if"]:
+        console.print(_what_if_table(data))
+    for note in data["notes"]:
+        console.print(f"[dim]note: {note}[/]", highlight=False)
+    if plot is not None:
+        console.print(f"plot written to {plot}", highlight=False)
+
+
+def _breakdown_table(b: dict[str, Any]) -> Table:
+    table = Table(title=f"Mean per ticket ({b['calls']:.2f} calls)")
+    for col in ("part", "tokens", "USD"):
+        table.add_column(col, justify="left" if col == "part" else "right")
+    for key, label in (
+        ("prefix", "fixed prefix (system + tools)"),
+        ("history", "re-sent history"),
+        ("new_input", "new input"),
+        ("uncached", "= uncached input"),
+        ("cache_write", "= cache writes"),
+        ("cache_read", "= cache reads"),
+        ("output", "output"),
+    ):
+        tokens = b.get(f"{key}_tokens")
+        table.add_row(label, "-" if tokens is None else f"{tokens:,.0f}", _usd(b.get(f"{key}_usd")))
+    return table
+
+
+def _what_if_table(data: dict[str, Any]) -> Table:
+    table = Table(title=f"What if (baseline {_usd(data['mean_usd'])} per ticket)")
+    for col in ("change", "mean", "delta", "delta %", "writes", "reads"):
+        table.add_column(col, justify="left" if col == "change" else "right")
+    for row in data["what_if"]:
+        d = row["breakdown_delta"]
+        pct = "-" if row["delta_pct"] is None else f"{row['delta_pct']:+.1f}%"
+        delta = "-" if row["delta_usd"] is None else f"{row['delta_usd']:+,.4f}"
+        table.add_row(
+            row["change"],
+            _usd(row["mean_usd"]),
+            delta,
+            pct,
+            _signed_usd(d.get("cache_write_usd")),
+            _signed_usd(d.get("cache_read_usd")),
+        )
+    return table
+
+
+def _signed_usd(value: float | None) -> str:
+    return "-" if value is None else f"{value:+,.4f}"
+
+
+__all__ = ["cost_command"]

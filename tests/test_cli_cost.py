@@ -1,0 +1,127 @@
+"""``contextkit cost``: JSON shape, what-if rows, profile and fit modes, clean errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from contextkit.cli import app
+from contextkit.estimate_profile import load_profile
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "examples"
+runner = CliRunner()
+
+
+def _json(args: list[str]) -> dict[str, Any]:
+    result = runner.invoke(app, ["cost", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_profile_json_has_the_documented_keys() -> None:
+    data = _json(
+        [
+            "--profile",
+            str(DOCS / "support-agent.toml"),
+            "--tickets",
+            "2000",
+            "--add-tools",
+            "5",
+            "--tool-tokens",
+            "75",
+            "--cache",
+            "off",
+        ]
+    )
+    for key in ("tickets", "mean_usd", "p50_usd", "p90_usd", "max_usd", "breakdown", "what_if"):
+        assert key in data
+    assert data["tickets"] == 2000
+    assert data["p50_usd"] <= data["p90_usd"] <= data["max_usd"]
+    changes = [row["change"] for row in data["what_if"]]
+    assert changes == ["+5 tools (375 tokens)", "cache off"]
+    tools, off = data["what_if"]
+    assert tools["delta_usd"] > 0
+    assert off["delta_usd"] > 0
+    assert tools["delta_usd"] == pytest.approx(tools["mean_usd"] - data["mean_usd"])
+    assert tools["delta_pct"] == pytest.approx(100 * tools["delta_usd"] / data["mean_usd"])
+    assert data["closed_form"]["no_cache_usd"] == pytest.approx(off["mean_usd"], rel=0.05)
+
+
+def test_profile_seed_is_reproducible() -> None:
+    args = ["--profile", str(DOCS / "support-agent.toml"), "--tickets", "500", "--seed", "4"]
+    assert _json(args)["mean_usd"] == _json(args)["mean_usd"]
+
+
+def test_table_output_and_plot(tmp_path: Path) -> None:
+    png = tmp_path / "cost.png"
+    result = runner.invoke(
+        app,
+        [
+            "cost",
+            "--profile",
+            str(DOCS / "support-agent.toml"),
+            "--tickets",
+            "300",
+            "--system-tokens",
+            "+400",
+            "--plot",
+            str(png),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Cost per ticket" in result.stdout
+    assert "system prompt +400 tokens" in result.stdout
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cache", "2h"], "--cache must be off, 5m or 1h"),
+        (["--system-tokens", "lots"], "--system-tokens takes a signed integer"),
+        (["--strategy", "none"], "--strategy replays recorded sessions"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_message(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["cost", "--profile", str(DOCS / "support-agent.toml"), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_profile_names_file_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('model = "claude-sonnet-4-5"\nuser_turns = {dist = "poisson"}\n')
+    result = runner.invoke(app, ["cost", "--profile", str(bad)])
+    assert result.exit_code == 2
+    assert "bad.toml" in result.output
+    assert "user_turns" in result.output
+
+
+def test_nothing_to_estimate() -> None:
+    result = runner.invoke(app, ["cost"])
+    assert result.exit_code == 2
+    assert "nothing to estimate" in result.output
+
+
+@pytest.mark.corpus
+def test_recordings_json_and_fit(corpus: Path, tmp_path: Path) -> None:
+    folder = corpus / "spotter"
+    data = _json([str(folder), "--add-tools", "3", "--cache", "off"])
+    assert data["source"] == "recordings"
+    assert data["tickets"] == 5
+    assert data["recorded"]["tickets"] == 5
+    assert {t["calls"] for t in data["per_ticket"]} >= {156, 1}  # 152 + 3 + 1 subagent calls
+    assert [r["change"].split(" (")[0] for r in data["what_if"]] == ["+3 tools", "cache off"]
+    out = tmp_path / "fitted.toml"
+    result = runner.invoke(app, ["cost", "--fit", str(folder), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    fitted = load_profile(out)
+    assert fitted.model == "claude-opus-4-6"
+    assert fitted.system_tokens > 10_000
+    assert _json(["--profile", str(out), "--tickets", "500"])["mean_usd"] > 0
