@@ -101,12 +101,39 @@ class Rules(BaseModel):
     """The provider combines consecutive same-role messages into one turn before checking them."""
     first_must_be_user: bool = True
     thinking_needs_signature: bool = True
+    unique_tool_use_ids: bool = True
+    """Tool-use ids are unique across the whole conversation (else: within one assistant turn)."""
 
 
 PROVIDER_RULES: Mapping[str, Rules] = {
     "anthropic": Rules(name="anthropic"),
     "strict": Rules(name="strict", merges_same_role=False),
+    # OpenAI Chat/Responses: tool-call ids may repeat across turns (gpt-4o reuses them), reasoning
+    # items carry no signature, and an assistant message may follow the system message directly.
+    "openai": Rules(
+        name="openai",
+        first_must_be_user=False,
+        thinking_needs_signature=False,
+        unique_tool_use_ids=False,
+    ),
 }
+
+
+OPENAI_WIRE_FORMATS = frozenset(
+    {"openai-chat", "openai-responses", "codex", "tau-bench", "swe-agent", "mini-swe-agent"}
+)
+"""File formats that record OpenAI-style messages (used when a session names no model)."""
+
+
+def rules_for_model(model: str | None, format: str | None = None) -> Rules:
+    """The rules of the provider that served ``model``: OpenAI-style for GPT, o-series, Codex and
+    Gemini models, Anthropic's for the rest; with no model, by the file format's wire form."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    if name:
+        openai_like = name.startswith(("gpt", "o1", "o3", "o4", "codex", "gemini", "chatgpt"))
+    else:
+        openai_like = format in OPENAI_WIRE_FORMATS
+    return PROVIDER_RULES["openai" if openai_like else "anthropic"]
 
 
 def rules_for(provider: str | Rules) -> Rules:
@@ -257,7 +284,7 @@ def _located(messages: Sequence[Message], turn: Sequence[int]) -> list[tuple[int
 
 
 def _check_pairing(messages: Sequence[Message], rules: Rules) -> Iterator[Violation]:
-    yield from _duplicate_uses(messages)
+    yield from _duplicate_uses(messages, rules.unique_tool_use_ids)
     turns = _turns(messages, rules.merges_same_role)
     for k, turn in enumerate(turns):
         located = _located(messages, turn)
@@ -273,10 +300,12 @@ def _check_pairing(messages: Sequence[Message], rules: Rules) -> Iterator[Violat
             yield from _check_results(located, _use_ids(messages, before))
 
 
-def _duplicate_uses(messages: Sequence[Message]) -> Iterator[Violation]:
+def _duplicate_uses(messages: Sequence[Message], across_turns: bool) -> Iterator[Violation]:
     seen: set[str] = set()
     for i, message in enumerate(messages):
         if message.role != "assistant":
+            if not across_turns:
+                seen = set()
             continue
         for j, b in enumerate(message.blocks):
             if isinstance(b, ToolUseBlock):
@@ -353,7 +382,7 @@ def repair(
 def _repair_pass(items: list[_Item], rules: Rules, receipts: list[Receipt]) -> list[_Item]:
     items = [(o, _clean_message(o, m, rules, receipts)) for o, m in items]
     items = _drop_empty(items, receipts)
-    items = _pair_turns(items, receipts)
+    items = _pair_turns(items, receipts, rules)
     items = _drop_empty(items, receipts)
     if not rules.merges_same_role:
         items = _merge_runs(items, receipts)
@@ -455,13 +484,15 @@ def _runs(items: list[_Item]) -> list[list[_Item]]:
     return runs
 
 
-def _pair_turns(items: list[_Item], receipts: list[Receipt]) -> list[_Item]:
+def _pair_turns(items: list[_Item], receipts: list[Receipt], rules: Rules) -> list[_Item]:
     """Answer every tool_use in the next user turn, exactly once, results first."""
     out: list[_Item] = []
     seen: set[str] = set()
     pending: list[str] = []
     for turn in _runs(items):
         if turn[0][1].role == "assistant":
+            if not rules.unique_tool_use_ids:
+                seen = set()
             kept, pending = _dedupe_uses(turn, seen, receipts)
             out.extend(kept)
         else:
@@ -573,6 +604,7 @@ __all__ = [
     "CODES",
     "FAILED_TEXT",
     "INTERRUPTED_TEXT",
+    "OPENAI_WIRE_FORMATS",
     "PLACEHOLDER_USER_TEXT",
     "PROVIDER_RULES",
     "Code",
@@ -580,5 +612,6 @@ __all__ = [
     "Violation",
     "repair",
     "rules_for",
+    "rules_for_model",
     "validate",
 ]

@@ -1,4 +1,4 @@
-"""``contextkit validate FILE... [--json] [--lenient] [--rules anthropic|strict]``.
+"""``contextkit validate FILE... [--json] [--lenient] [--rules auto|anthropic|openai|strict]``.
 
 Reads each file with :func:`contextkit.formats.load` and checks the request of every model call it
 holds against the provider's rules (:func:`contextkit.invariants.validate`).
@@ -10,10 +10,12 @@ A finding that persists (a tool call an interrupted session never answered) is r
 call whose request carries it: each of those requests would be rejected. The table for people
 folds such repeats into one row with the range of calls; ``--json`` lists every call.
 
-Rules: ``--rules anthropic`` (default) or ``strict`` (no same-role neighbours). Every reader turns
-its file into the canonical Anthropic request shape, so a file recorded against another provider
-is checked for whether its history could be sent to Anthropic as is: OpenAI reasoning items carry
-no thinking signature, and OpenAI models sometimes reuse a tool call id; both are reported.
+Rules: ``--rules auto`` (default) checks each session against the rules of the provider its model
+was served by (:func:`contextkit.invariants.rules_for_model`): a gpt-4o trajectory is not faulted
+for reusing a tool call id, which OpenAI accepts. ``--rules anthropic`` asks instead whether the
+history could be sent to Anthropic as is (every reader produces the canonical Anthropic shape):
+then OpenAI reasoning items (no thinking signature) and reused tool call ids are reported.
+``strict`` also forbids same-role neighbours.
 
 Output: a rich table per file, or with ``--json`` exactly one JSON document on stdout::
 
@@ -41,7 +43,7 @@ from rich.table import Table
 from contextkit.cli._app import app, console, console_error, print_json
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
-from contextkit.invariants import PROVIDER_RULES, Rules, rules_for, validate
+from contextkit.invariants import PROVIDER_RULES, Rules, rules_for, rules_for_model, validate
 from contextkit.session import LoadedFile, SkippedRecord
 
 
@@ -80,7 +82,7 @@ class FileReport(BaseModel):
         return out
 
 
-def check_file(path: Path, *, lenient: bool = False, rules: Rules) -> FileReport:
+def check_file(path: Path, *, lenient: bool = False, rules: Rules | None = None) -> FileReport:
     """Read ``path`` and validate the request of every call in it."""
     try:
         loaded = load(path, lenient=lenient)
@@ -100,10 +102,15 @@ def check_file(path: Path, *, lenient: bool = False, rules: Rules) -> FileReport
     )
 
 
-def _violations(loaded: LoadedFile, rules: Rules) -> Iterator[CallViolation]:
-    calls = (call for session in loaded.sessions for call in session.calls)
-    for index, call in enumerate(calls):
-        for v in validate(call.request, provider=rules):
+def _violations(loaded: LoadedFile, rules: Rules | None) -> Iterator[CallViolation]:
+    """Violations per call; ``rules`` None: each session's own provider's rules."""
+    calls = (
+        (call, rules or rules_for_model(session.model, session.format))
+        for session in loaded.sessions
+        for call in session.calls
+    )
+    for index, (call, call_rules) in enumerate(calls):
+        for v in validate(call.request, provider=call_rules):
             yield CallViolation(call=index, **v.model_dump())
 
 
@@ -124,13 +131,16 @@ def validate_command(
     ] = False,
     rules_name: Annotated[
         str,
-        typer.Option("--rules", help=f"Rule set: {', '.join(PROVIDER_RULES)}."),
-    ] = "anthropic",
+        typer.Option(
+            "--rules",
+            help=f"Rule set: auto (by each session's model), {', '.join(PROVIDER_RULES)}.",
+        ),
+    ] = "auto",
 ) -> None:
     """Check every model call's request against the provider's rules (tool pairing, roles,
     empty content, thinking signatures)."""
     try:
-        rules = rules_for(rules_name)
+        rules = None if rules_name == "auto" else rules_for(rules_name)
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
