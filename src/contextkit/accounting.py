@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -41,7 +41,7 @@ from contextkit.cache import (
     PrefixPart,
 )
 from contextkit.messages import Conversation
-from contextkit.pricing import ModelPrice, price_or_warn
+from contextkit.pricing import PER_MILLION, ModelPrice, price_or_warn
 from contextkit.reference import is_openai, min_cacheable_tokens
 from contextkit.session import Call, Session, Usage
 from contextkit.tokens import TokenCounter, counter_for_model
@@ -272,19 +272,45 @@ class _Prices:
         self._by_model: dict[str | None, ModelPrice | None] = {}
 
     def cost(self, call: Call, usage: Usage) -> float | None:
-        price = self.price
-        if price is None:
-            model = call.model or call.request.model
-            if model not in self._by_model:
-                self._by_model[model] = price_or_warn(model, call.timestamp)
-            price = self._by_model[model]
+        price = self.price if self.price is not None else self._lookup(call)
         return price.cost(usage) if price is not None else None
 
     def table(self, calls: Sequence[Call], usages: Sequence[Usage]) -> TokenTable:
+        tokens = TokenTable.from_usages(usages, [], [])
+        flat = self._flat_price(calls)
+        if flat is not None:  # one price, no tiers: price the columns at once
+            inputs = (
+                tokens.input * flat.input
+                + tokens.cache_write_5m * flat.cache_write_5m
+                + tokens.cache_write_1h * flat.cache_write_1h
+                + tokens.cache_read * flat.cache_read
+            ) / PER_MILLION
+            costs = inputs + tokens.output * flat.output / PER_MILLION
+            return replace(
+                tokens, cost_usd=_dollars(costs.tolist()), input_cost_usd=_dollars(inputs.tolist())
+            )
         pairs = list(zip(calls, usages, strict=True))
-        costs = [self.cost(c, u) for c, u in pairs]
-        inputs = [self.cost(c, u.model_copy(update={"output_tokens": 0})) for c, u in pairs]
-        return TokenTable.from_usages(usages, costs, inputs)
+        costs_by_call = [self.cost(c, u) for c, u in pairs]
+        inputs_by_call = [self.cost(c, u.model_copy(update={"output_tokens": 0})) for c, u in pairs]
+        return replace(
+            tokens, cost_usd=_dollars(costs_by_call), input_cost_usd=_dollars(inputs_by_call)
+        )
+
+    def _flat_price(self, calls: Sequence[Call]) -> ModelPrice | None:
+        """The single tier-less price of every call, if there is one."""
+        price = self.price
+        if price is None:
+            models = {c.model or c.request.model for c in calls}
+            if len(models) != 1 or not calls:
+                return None
+            price = self._lookup(calls[0])
+        return None if price is None or price.tiers else price
+
+    def _lookup(self, call: Call) -> ModelPrice | None:
+        model = call.model or call.request.model
+        if model not in self._by_model:
+            self._by_model[model] = price_or_warn(model, call.timestamp)
+        return self._by_model[model]
 
 
 def _on_model(call: Call, model: str) -> Call:

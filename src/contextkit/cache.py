@@ -60,8 +60,10 @@ from contextkit.messages import (
     ImageBlock,
     Message,
     RedactedThinkingBlock,
+    TextBlock,
     ThinkingBlock,
     Tool,
+    ToolResultBlock,
 )
 from contextkit.reference import tool_use_overhead
 from contextkit.session import Record, Usage
@@ -149,7 +151,7 @@ class _Flat:
     cacheable: list[bool] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     msg_start: list[int] = field(default_factory=list)
-    msg_images: list[int] = field(default_factory=list)
+    msg_images: list[int] = field(default_factory=list)  # images up to and including message i
 
     def cum(self, pos: int) -> int:
         """Input tokens up to and including ``pos`` (-1: none)."""
@@ -176,11 +178,27 @@ def _ttl_of(mark: object) -> int | None:
 
 
 def _mark(obj: BaseModel) -> int | None:
-    extra = obj.model_extra
+    extra = obj.__pydantic_extra__  # the attribute: pydantic's model_extra property is slow
     return _ttl_of(extra.get("cache_control")) if extra else None
 
 
+def _digest(block: Block | Tool) -> int:
+    """Hash of a block's content, ``cache_control`` left out (moving a breakpoint keeps keys)."""
+    extra = block.__pydantic_extra__
+    plain = not extra or extra.keys() == {"cache_control"}
+    # The common cases without serialising (large tool results would dominate otherwise).
+    if plain and isinstance(block, TextBlock):
+        return hash(("text", block.text))
+    if plain and isinstance(block, ToolResultBlock) and not isinstance(block.content, tuple):
+        return hash(("tool_result", block.tool_use_id, block.content, block.is_error))
+    if plain and isinstance(block, ThinkingBlock):
+        return hash(("thinking", block.thinking, block.signature))
+    return hash(block.model_dump_json(exclude={"cache_control"}, exclude_unset=True))
+
+
 def _canon(value: object) -> str:
+    if value is None:
+        return "null"
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -198,6 +216,7 @@ class CacheSimulator:
         self.counter = counter
         self.prefix = tuple(prefix)
         self.warm_tokens = warm_tokens
+        self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
         self._digests: dict[int, tuple[object, int, int]] = {}  # id -> (obj, digest, tokens)
         self._strings: dict[str, int] = {}
@@ -216,13 +235,13 @@ class CacheSimulator:
         hit = self._digests.get(id(block))
         if hit is not None and hit[0] is block:
             return hit[1], hit[2]
-        text = block.model_dump_json(exclude={"cache_control"}, exclude_unset=True)
+        digest = _digest(block)
         if isinstance(block, Tool):
             tokens = self.counter.count_tool(block)
         else:
             tokens = self.counter.count_block(block)
-        self._digests[id(block)] = (block, hash(text), tokens)
-        return hash(text), tokens
+        self._digests[id(block)] = (block, digest, tokens)
+        return digest, tokens
 
     def _push(self, flat: _Flat, digest: int, tokens: int, *, start: int | None = None) -> None:
         prev = flat.keys[-1] if flat.keys else hash(("root", flat.model))
@@ -269,18 +288,24 @@ class CacheSimulator:
         if isinstance(message.content, str):
             digest = hash(("str", message.role, message.content))
             self._push(flat, digest, self.counter.count_message(message), start=seed)
-            flat.msg_images.append(0)
+            flat.msg_images.append(flat.msg_images[-1] if flat.msg_images else 0)
             return
         pairs = [self._block(b) for b in message.content]
-        framing = self.counter.count_message(message) - sum(t for _, t in pairs)
+        framing = self.counter.count_message(message)
+        images = 0
+        for _, tokens in pairs:
+            framing -= tokens
         for i, (block, (digest, tokens)) in enumerate(zip(message.content, pairs, strict=True)):
             if i == 0:  # the role and the message boundary are part of the prefix
                 self._push(flat, hash(("msg", message.role, digest)), tokens + framing, start=seed)
             else:
                 self._push(flat, digest, tokens)
-            flat.cacheable[-1] = not isinstance(block, ThinkingBlock | RedactedThinkingBlock)
-            self._note_mark(flat, block)
-        flat.msg_images.append(sum(isinstance(b, ImageBlock) for b in message.content))
+            if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+                flat.cacheable[-1] = False
+            images += isinstance(block, ImageBlock)
+            if block.__pydantic_extra__:
+                self._note_mark(flat, block)
+        flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + images)
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
@@ -308,7 +333,7 @@ class CacheSimulator:
     def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
         """What the messages-level key depends on besides the blocks."""
         extra = request.model_extra or {}
-        images = sum(flat.msg_images[:keep]) + sum(
+        images = (flat.msg_images[keep - 1] if keep else 0) + sum(
             isinstance(b, ImageBlock)
             for m in request.messages[keep:]
             if not isinstance(m.content, str)
@@ -386,7 +411,7 @@ class CacheSimulator:
         return sorted(marks.items()), errors
 
     def _prefix_marks(self) -> int:
-        return sum(part.ttl_s is not None for part in self.prefix)
+        return self._n_prefix_marks
 
     def _alive(self, key: int, t: float) -> list[float] | None:
         entry = self._entries.get(key)
@@ -471,9 +496,12 @@ class CacheSimulator:
         )
 
 
-def _shared_messages(old: Sequence[Message], new: Sequence[Message]) -> int:
-    """How many leading messages are the very same objects (structural sharing)."""
+def _shared_messages(old: Sequence[Message], new: tuple[Message, ...]) -> int:
+    """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))
+    # Tuple comparison in C checks identity before equality: cheap for shared histories.
+    if n and old[n - 1] is new[n - 1] and tuple(old[:n]) == new[:n]:
+        return n
     for i in range(n):
         if old[i] is not new[i]:
             return i
@@ -504,8 +532,10 @@ def _placed(flat: _Flat, cfg: AnthropicCache) -> dict[int, int]:
 
 
 def _mark_errors(marks: dict[int, int], flat: _Flat, cfg: AnthropicCache) -> list[str]:
-    errors: list[str] = []
     count = len(marks) + len(flat.bad_marks)
+    if count <= cfg.max_breakpoints and not flat.bad_marks and len(set(marks.values())) <= 1:
+        return []  # the usual request: nothing to check further
+    errors: list[str] = []
     if count > cfg.max_breakpoints:
         errors.append(
             f"{count} cache breakpoints; the provider accepts at most {cfg.max_breakpoints} "
