@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextkit.messages import Conversation
+from contextkit.session import Usage
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 
@@ -47,6 +48,10 @@ class Receipt(BaseModel):
     message_index: int | None = None
     tool_use_id: str | None = None
     detail: str = ""
+    usage: Usage | None = None
+    """Tokens a strategy spent itself (an LLM summary call), billed apart from the view."""
+    model: str | None = None
+    """The model that produced ``usage`` (a summariser may run on a cheaper model)."""
 
 
 class Compacted(BaseModel):

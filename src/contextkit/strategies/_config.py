@@ -1,0 +1,44 @@
+"""The base every built-in strategy and trigger config derives from.
+
+Contract: a built-in is a frozen pydantic model with a ``kind`` literal; the model *is* the config
+(so it can be printed, saved and loaded) and is called as ``strategy(view, facts) -> Compacted``.
+``a >> b`` builds a :class:`~contextkit.strategies.compose.Pipeline`; triggers combine with ``|``
+and ``&`` (see :mod:`contextkit.strategies.compose`). Unknown fields are errors, never ignored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contextkit.messages import Conversation
+from contextkit.strategies.base import CallFacts, Compacted
+
+if TYPE_CHECKING:
+    from contextkit.strategies.compose import Pipeline
+
+
+class StrategyModel(BaseModel):
+    """Base of built-in strategies: frozen config, callable, composable with ``>>``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    kind: str
+
+    def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
+        raise NotImplementedError  # every concrete strategy defines it
+
+    def __rshift__(self, other: Any) -> Pipeline:
+        from contextkit.strategies.compose import Pipeline  # noqa: PLC0415  (import cycle)
+
+        return Pipeline(self, other)
+
+    def __rrshift__(self, other: Any) -> Pipeline:
+        # A plain function on the left: ``my_fn >> SlidingWindow()``.
+        from contextkit.strategies.compose import Pipeline  # noqa: PLC0415  (import cycle)
+
+        return Pipeline(other, self)
+
+
+__all__ = ["StrategyModel"]

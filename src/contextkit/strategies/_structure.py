@@ -1,0 +1,190 @@
+"""Structure of a message array that every strategy must respect, in one place.
+
+Contract: these helpers read a tuple of :class:`Message` and never build invalid arrays.
+
+- A *turn start* is a user message without ``tool_result`` blocks: a person (or harness) speaking,
+  not a tool answering. Turns run from one turn start to the next.
+- :func:`removable` says whether a contiguous span can be cut out so that what remains still pairs
+  every ``tool_use`` with its ``tool_result`` in the very next message, keeps roles alternating and
+  starts with a user message. A span is never cut between a ``tool_use`` and its result, nor inside
+  a parallel group (all results of one assistant message travel in one user message).
+- :func:`first_changed` locates the earliest position, in prompt-cache order (tools, system,
+  messages), where two views differ: everything from there on is re-written to the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from contextkit.messages import (
+    Block,
+    Conversation,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from contextkit.tokens import TokenCounter
+
+
+class MessageInfo(NamedTuple):
+    """What the strategies ask about one message, derived once per message object."""
+
+    turn_start: bool
+    tool_uses: bool
+    thinking: bool
+    results: tuple[tuple[int, ToolResultBlock], ...]
+    """(block index, result) of every tool result in the message."""
+
+
+_MEMO: dict[int, tuple[Message, MessageInfo]] = {}
+_MEMO_LIMIT = 200_000
+
+
+def info(message: Message) -> MessageInfo:
+    """Structural facts of ``message``, memoised by identity.
+
+    Strategies run at every call over the whole view, and views share their message objects from
+    call to call; memoising here keeps a call on a 1,000-message view well under a millisecond.
+    The memo holds the message itself (so its id cannot be reused) and is bounded.
+    """
+    hit = _MEMO.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    blocks = () if isinstance(message.content, str) else message.content
+    results = tuple((j, b) for j, b in enumerate(blocks) if isinstance(b, ToolResultBlock))
+    derived = MessageInfo(
+        turn_start=message.role == "user" and not results,
+        tool_uses=any(isinstance(b, ToolUseBlock) for b in blocks),
+        thinking=any(isinstance(b, ThinkingBlock | RedactedThinkingBlock) for b in blocks),
+        results=results,
+    )
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[id(message)] = (message, derived)
+    return derived
+
+
+def has_tool_results(message: Message) -> bool:
+    return bool(info(message).results)
+
+
+def has_tool_uses(message: Message) -> bool:
+    return info(message).tool_uses
+
+
+def is_turn_start(message: Message) -> bool:
+    return info(message).turn_start
+
+
+def turn_starts(messages: Sequence[Message]) -> tuple[int, ...]:
+    """Indices of the messages that open a turn (user messages that carry no tool result)."""
+    return tuple(i for i, m in enumerate(messages) if info(m).turn_start)
+
+
+def last_turn_start(messages: Sequence[Message]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if info(messages[i]).turn_start:
+            return i
+    return None
+
+
+def removable(messages: Sequence[Message], start: int, stop: int) -> bool:
+    """True when ``messages[start:stop]`` can be cut out and the rest stays a valid array.
+
+    The last message is never removable (it is what the model answers next).
+    """
+    if not 0 <= start < stop < len(messages):
+        return False
+    after = messages[stop]
+    if has_tool_results(after):
+        return False  # its results answer messages[stop - 1], which would be cut
+    if start == 0:
+        return after.role == "user"
+    before = messages[start - 1]
+    # before's tool_uses are answered in messages[start], which would be cut.
+    return before.role != after.role and not has_tool_uses(before)
+
+
+def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUseBlock]]:
+    """Every client ``tool_use`` by id, with the index of the assistant message holding it."""
+    found: dict[str, tuple[int, ToolUseBlock]] = {}
+    for i, message in enumerate(messages):
+        if message.role != "assistant" or isinstance(message.content, str):
+            continue
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                found[block.id] = (i, block)
+    return found
+
+
+def message_tokens(messages: Iterable[Message], counter: TokenCounter) -> list[int]:
+    return [counter.count_message(m) for m in messages]
+
+
+def with_blocks(message: Message, blocks: Sequence[Block]) -> Message:
+    """The message with other content blocks (every other field kept)."""
+    return message.model_copy(update={"content": tuple(blocks)})
+
+
+def replace_messages(view: Conversation, changed: Mapping[int, Message]) -> Conversation:
+    """The view with some messages replaced by index; the others are the same objects."""
+    if not changed:
+        return view
+    messages = tuple(changed.get(i, m) for i, m in enumerate(view.messages))
+    return view.with_messages(messages)
+
+
+def text_block(text: str) -> TextBlock:
+    return TextBlock(text=text)
+
+
+def first_changed(old: Conversation, new: Conversation) -> tuple[str, int] | None:
+    """Where ``new`` first differs from ``old`` in cache order: ("tools"|"system", 0) or
+    ("messages", index); None when they are the same."""
+    if old is new:
+        return None
+    if old.tools != new.tools:
+        return ("tools", 0)
+    if old.system != new.system:
+        return ("system", 0)
+    for i, (a, b) in enumerate(zip(old.messages, new.messages, strict=False)):
+        if a is not b and a != b:
+            return ("messages", i)
+    if len(old.messages) != len(new.messages):
+        return ("messages", min(len(old.messages), len(new.messages)))
+    return None
+
+
+def prefix_tokens(view: Conversation, where: tuple[str, int], counter: TokenCounter) -> int:
+    """Tokens of ``view`` strictly before position ``where`` (as given by :func:`first_changed`)."""
+    part, index = where
+    tools = sum(counter.count_tool(t) for t in view.tools)
+    if part == "tools":
+        return 0
+    if part == "system":
+        return tools
+    system = counter.count_conversation(view.model_copy(update={"messages": (), "tools": ()}))
+    return tools + system + sum(message_tokens(view.messages[:index], counter))
+
+
+__all__ = [
+    "MessageInfo",
+    "first_changed",
+    "has_tool_results",
+    "has_tool_uses",
+    "info",
+    "is_turn_start",
+    "last_turn_start",
+    "message_tokens",
+    "prefix_tokens",
+    "removable",
+    "replace_messages",
+    "text_block",
+    "tool_uses_by_id",
+    "turn_starts",
+    "with_blocks",
+]
