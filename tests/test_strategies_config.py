@@ -102,7 +102,9 @@ def test_inline_spec() -> None:
         "evict-tool-results:keep_last=5,exclude_tools=[Read,Grep] >> summary"
     )
     assert isinstance(strategy, Pipeline)
-    assert strategy.steps[0] == EvictToolResults(keep_last=5, exclude_tools=("Read", "Grep"))
+    evict = strategy.steps[0]
+    assert isinstance(evict, When)
+    assert evict.strategy == EvictToolResults(keep_last=5, exclude_tools=("Read", "Grep"))
     summary = strategy.steps[1]
     assert isinstance(summary, When)
     assert isinstance(summary.strategy, ReplaceWithSummary)

@@ -35,6 +35,7 @@ from contextkit.strategies.compose import (
     NoCompaction,
     OverFraction,
     Pipeline,
+    ToolResultsOver,
     When,
 )
 from contextkit.strategies.eviction import EvictToolResults
@@ -52,23 +53,35 @@ def _summary(**params: Any) -> StrategyModel:
     return When(OverFraction(SUMMARY_TRIGGER_FRACTION), ReplaceWithSummary(**params))
 
 
+EVICT_TRIGGER_TOKENS = 30_000
+"""Presets clear old tool results in batches, once the results in view exceed this many tokens:
+one rewrite of the cached tail per batch rather than one per call. Evicting at every call (the bare
+``EvictToolResults``) breaks the cache each time and, on the recorded corpus, costs more than not
+compacting at all (see docs/corpus-results.md)."""
+
+
+def _evict(**params: Any) -> StrategyModel:
+    return When(ToolResultsOver(tokens=EVICT_TRIGGER_TOKENS), EvictToolResults(**params))
+
+
 def _evict_then_summary(**params: Any) -> StrategyModel:
     if params:
         raise ConfigError("preset evict-then-summary takes no parameters; write its steps out")
-    return EvictToolResults() >> _summary()
+    return _evict() >> _summary()
 
 
 PRESETS: Mapping[str, Callable[..., StrategyModel]] = {
     "none": NoCompaction,
     "sliding-window": SlidingWindow,
-    "evict-tool-results": EvictToolResults,
+    "evict-tool-results": _evict,
     "summary": _summary,
     "evict-then-summary": _evict_then_summary,
     "anthropic-clear-tool-uses": AnthropicClearToolUses,
     "anthropic-compact": AnthropicCompact,
 }
 """Named strategies. ``summary`` is a summary triggered at 80% of the window (a bare summary would
-run at every call)."""
+run at every call); ``evict-tool-results`` clears all but the last 3 results once results in view
+exceed :data:`EVICT_TRIGGER_TOKENS`. Parameters given to a preset go to its main strategy."""
 
 
 def _kinds(*unions: Any) -> frozenset[str]:
