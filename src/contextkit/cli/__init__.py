@@ -15,6 +15,7 @@ from contextkit.errors import ContextkitError
 from contextkit.cli import validate as _validate  # noqa: E402, F401  (registers commands)
 from contextkit.cli import cost as _cost  # noqa: E402, F401  (registers commands)
 from contextkit.cli import replay as _replay  # noqa: E402, F401  (registers commands)
+from contextkit.cli import demo as _demo  # noqa: E402, F401  (registers commands)
 from contextkit.cli import convert as _convert  # noqa: E402, F401  (registers commands)
 from contextkit.cli import inspect as _inspect  # noqa: E402, F401  (registers commands)
 
