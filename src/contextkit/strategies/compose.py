@@ -261,7 +261,8 @@ class EscalateUntilFits(StrategyModel):
 
 
 class Hysteresis(StrategyModel):
-    """Compacts above ``high`` x window, down to ``low`` x window, so edits are rare."""
+    """Compacts above ``high`` x window (or above the budget), down to ``low`` x window (or the
+    budget, if lower), so edits are rare."""
 
     kind: Literal["hysteresis"] = "hysteresis"
     strategy: StrategyField
@@ -280,8 +281,9 @@ class Hysteresis(StrategyModel):
         return self
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        if facts.counter.count_conversation(view) <= self.high * facts.context_window:
-            return Compacted(view=view)
+        total = facts.counter.count_conversation(view)
+        if total <= self.high * facts.context_window and total <= facts.budget_tokens:
+            return Compacted(view=view)  # under the high-water mark and within the budget
         target = min(facts.budget_tokens, int(self.low * facts.context_window))
         return self.strategy(view, facts.model_copy(update={"budget_tokens": target}))
 

@@ -32,6 +32,7 @@ from contextkit.strategies.base import Strategy
 from contextkit.strategies.compose import (
     AnyStrategy,
     AnyTrigger,
+    Hysteresis,
     NoCompaction,
     OverFraction,
     Pipeline,
@@ -60,6 +61,13 @@ one rewrite of the cached tail per batch rather than one per call. Evicting at e
 compacting at all (see docs/corpus-results.md)."""
 
 
+def _sliding(**params: Any) -> StrategyModel:
+    """A window that slides rarely: over 80% of the context window, down to 50% (each slide
+    rewrites the whole cached message history, so sliding by one message per call would make every
+    call a cache write)."""
+    return Hysteresis(SlidingWindow(**params))
+
+
 def _evict(**params: Any) -> StrategyModel:
     return When(ToolResultsOver(tokens=EVICT_TRIGGER_TOKENS), EvictToolResults(**params))
 
@@ -72,7 +80,7 @@ def _evict_then_summary(**params: Any) -> StrategyModel:
 
 PRESETS: Mapping[str, Callable[..., StrategyModel]] = {
     "none": NoCompaction,
-    "sliding-window": SlidingWindow,
+    "sliding-window": _sliding,
     "evict-tool-results": _evict,
     "summary": _summary,
     "evict-then-summary": _evict_then_summary,
