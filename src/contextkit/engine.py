@@ -21,8 +21,6 @@ Contract:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from contextkit.checkpoint import EngineState, encode_checkpoint, read_checkpoint
+from contextkit.checkpoint import CheckpointWriter, EngineState, read_checkpoint, write_atomic
 from contextkit.errors import ContextkitError
 from contextkit.invariants import repair
 from contextkit.messages import (
@@ -92,6 +90,23 @@ def _identity(view: Conversation, facts: CallFacts, /) -> Compacted:
     return Compacted(view=view)
 
 
+def _head(
+    model: str | None,
+    system: str | Sequence[Block] | None,
+    tools: Sequence[Tool],
+    params: Mapping[str, Any] | None,
+) -> Conversation:
+    """A request without messages: only the fields given are set (``to_payload`` writes those)."""
+    head: dict[str, Any] = dict(params or {})
+    if model is not None:
+        head["model"] = model
+    if system is not None:
+        head["system"] = system if isinstance(system, str) else tuple(system)
+    if tools:
+        head["tools"] = tuple(tools)
+    return Conversation.model_validate(head)
+
+
 class ContextEngine:
     """Holds tape and view for one agent; see the module docstring for the contract."""
 
@@ -108,32 +123,35 @@ class ContextEngine:
         context_window: int = 200_000,
         clock: Callable[[], datetime] | None = None,
         checkpoint_path: str | Path | None = None,
+        checkpoint_fsync: bool = True,
         audit_path: str | Path | None = None,
         cache_breakpoints: bool = True,
     ) -> None:
-        self.strategy: Strategy = strategy or _identity
+        self.strategy: Strategy = _identity if strategy is None else strategy
         self.counter = counter or ApproxCounter()
         self.budget_tokens = budget_tokens
         self.context_window = context_window
         self.clock = clock or (lambda: datetime.now(UTC))
-        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
         self.audit_path = Path(audit_path) if audit_path else None
         self.cache_breakpoints = cache_breakpoints
-        head: dict[str, Any] = dict(params or {})
-        if model is not None:
-            head["model"] = model
-        if system is not None:
-            head["system"] = system if isinstance(system, str) else tuple(system)
-        if tools:
-            head["tools"] = tuple(tools)
-        self._view = Conversation.model_validate(head)
+        self._writer: CheckpointWriter | None = None
+        if checkpoint_path:
+            self._writer = CheckpointWriter(checkpoint_path, fsync=checkpoint_fsync)
+        self._view = _head(model, system, tools, params)
         self._tape: tuple[Message, ...] = ()
         self._calls: list[Call] = []
         self._receipts: list[Receipt] = []
         self._pending: Prepared | None = None
         self._last_request_end: Message | None = None
+        # id -> breakpoints a view message carries; _marks_kept keeps those ids from being reused.
+        self._marks_memo: dict[int, int] = {}
+        self._marks_kept: list[Message] = []
 
     # -- state -------------------------------------------------------------------------------
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return self._writer.path if self._writer else None
 
     @property
     def tape(self) -> tuple[Message, ...]:
@@ -149,7 +167,7 @@ class ContextEngine:
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:
-        """Every change the strategy (or a repair) made, in order."""
+        """Every change the strategy (or a repair, or a reset) made, in order."""
         return tuple(self._receipts)
 
     def session(self) -> Session:
@@ -164,16 +182,45 @@ class ContextEngine:
 
     def add(self, *messages: Message) -> None:
         """Append to the tape and to the view (the view keeps the tape's message objects)."""
+        if not messages:
+            return
         self._tape = (*self._tape, *messages)
         self._view = self._view.append(*messages)
         self._save()
 
+    def configure(
+        self,
+        *,
+        model: str | None = None,
+        system: str | Sequence[Block] | None = None,
+        tools: Sequence[Tool] = (),
+        params: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set every request field but the messages (the view's messages stay); True if changed.
+
+        Changing ``system`` or ``tools`` invalidates the provider's cache from that point on;
+        ``max_tokens`` and other parameters travel in ``params``.
+        """
+        head = _head(model, system, tools, params)
+        old = self._view.model_copy(update={"messages": ()})
+        if to_payload(head) == {k: v for k, v in to_payload(old).items() if k != "messages"}:
+            return False
+        self._view = head.model_copy(update={"messages": self._view.messages})
+        self._last_request_end = None
+        self._save()
+        return True
+
     def reset_view(self, messages: Sequence[Message] | None = None) -> None:
-        """Start the view again from the tape (or the given history), after an edited history."""
+        """Start the view again from the tape, or from ``messages`` (an edited history, which
+        then replaces the tape); a receipt with action ``reset`` records it."""
         if messages is not None:
             self._tape = tuple(messages)
         self._view = self._view.with_messages(self._tape)
         self._last_request_end = None
+        detail = f"view restarted from {len(self._tape)} messages"
+        if messages is not None:
+            detail += " of an edited history"
+        self._receipts.append(Receipt(strategy="engine", action="reset", detail=detail))
         self._save()
 
     def prepare(self) -> Prepared:
@@ -191,7 +238,9 @@ class ContextEngine:
         self._receipts.extend(result.receipts)
         request = self._view
         if self.cache_breakpoints:
-            request = place_breakpoints(self._view, self._last_request_end)
+            request = place_breakpoints(
+                self._view, self._last_request_end, existing=self._existing_marks(self._view)
+            )
         self._pending = Prepared(
             request=request, view=self._view, receipts=result.receipts, call_index=len(self._calls)
         )
@@ -223,8 +272,24 @@ class ContextEngine:
         self._calls.append(call)
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
         self._audit(call)
-        self.add(response)
+        self._tape = (*self._tape, response)
+        self._view = self._view.append(response)
+        self._save()  # one save for the call and the response: never one without the other
         return verdict(stop_reason, response)
+
+    def _existing_marks(self, view: Conversation) -> int:
+        """Breakpoints the view already carries; per message memoised (views share messages),
+        looked up at C speed because it runs on the whole view at every call."""
+        ids = list(map(id, view.messages))
+        try:
+            in_messages = sum(map(self._marks_memo.__getitem__, ids))
+        except KeyError:
+            for message in view.messages:
+                if id(message) not in self._marks_memo:
+                    self._marks_memo[id(message)] = _message_marks(message)
+                    self._marks_kept.append(message)
+            in_messages = sum(map(self._marks_memo.__getitem__, ids))
+        return count_breakpoints(view.with_messages(())) + in_messages
 
     # -- persistence -------------------------------------------------------------------------
 
@@ -238,6 +303,7 @@ class ContextEngine:
             "stop_reason": call.stop_reason,
             "usage": call.usage.model_dump() if call.usage else None,
         }
+        self.audit_path.parent.mkdir(parents=True, exist_ok=True)
         with self.audit_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
@@ -247,17 +313,19 @@ class ContextEngine:
         )
 
     def _save(self) -> None:
-        if self.checkpoint_path is not None:
-            text = json.dumps(encode_checkpoint(self._state()), ensure_ascii=False)
-            write_atomic(self.checkpoint_path, text)
+        if self._writer is not None:
+            self._writer.save(self._state())
 
     @classmethod
     def resume(
         cls, path: str | Path, strategy: Strategy | None = None, **options: Any
     ) -> tuple[ContextEngine, tuple[Receipt, ...]]:
-        """Continue from a checkpoint. A dangling ``tool_use`` (the process died while a tool
-        ran) is answered with an "interrupted" result; the receipts say what was repaired."""
+        """Continue from a checkpoint (``options`` as for the constructor; the request fields
+        come from the checkpoint). A dangling ``tool_use`` (the process died while a tool ran)
+        is answered with an "interrupted" result; the receipts say what was repaired. The file
+        is rewritten compactly (a torn last line, if any, is gone)."""
         state = read_checkpoint(Path(path))
+        options["checkpoint_path"] = path
         engine = cls(strategy, **options)
         view, receipts = repair(state.view)
         added = view.messages[len(state.view.messages) :]
@@ -270,85 +338,115 @@ class ContextEngine:
         engine._calls = list(state.calls)
         engine._receipts = [*state.receipts, *receipts]
         if state.calls and state.calls[-1].request.messages:
-            engine._last_request_end = state.calls[-1].request.messages[-1]
-        engine.checkpoint_path = Path(path)
+            engine._last_request_end = _unmarked_end(state)
         engine._save()
         return engine, receipts
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _unmarked_end(state: EngineState) -> Message | None:
+    """The view message that ended the last request (the request holds a marked copy of it)."""
+    request = state.calls[-1].request.messages
+    n = len(request)
+    if n <= len(state.view.messages):
+        candidate = state.view.messages[n - 1]
+        if to_payload(_mark_message(candidate)) == to_payload(request[-1]):
+            return candidate
+    return None
 
 
 # -- cache breakpoints --------------------------------------------------------------------------
+
+
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints the provider accepts in one request."""
 
 
 def _cacheable(block: Block) -> bool:
     return not isinstance(block, ThinkingBlock | RedactedThinkingBlock)
 
 
-def cache_mark(ttl_s: int = 300) -> dict[str, str]:
-    """The ``cache_control`` value for a TTL (5 minutes is the provider's default)."""
-    return {"type": "ephemeral", "ttl": "1h"} if ttl_s >= 3600 else dict(EPHEMERAL)
+def _has_mark(value: BaseModel) -> bool:
+    extra = value.__pydantic_extra__
+    return extra is not None and extra.get("cache_control") is not None
 
 
-def _mark_message(message: Message, mark: Mapping[str, str] = EPHEMERAL) -> Message:
+def _message_marks(message: Message) -> int:
+    return 0 if isinstance(message.content, str) else sum(map(_has_mark, message.content))
+
+
+def count_breakpoints(request: Conversation) -> int:
+    """The ``cache_control`` breakpoints a request carries (automatic caching counts as one)."""
+    found = _has_mark(request) + sum(map(_has_mark, request.tools))
+    found += sum(map(_has_mark, request.system_blocks))
+    return found + sum(map(_message_marks, request.messages))
+
+
+def _mark_message(message: Message) -> Message:
     """The message with a breakpoint on its last block that may carry one (or unchanged)."""
     blocks = message.blocks
     for i in range(len(blocks) - 1, -1, -1):
         if _cacheable(blocks[i]):
-            marked = blocks[i].model_copy(update={"cache_control": dict(mark)})
+            if _has_mark(blocks[i]):
+                return message
+            marked = blocks[i].model_copy(update={"cache_control": dict(EPHEMERAL)})
             return message.model_copy(update={"content": (*blocks[:i], marked, *blocks[i + 1 :])})
     return message
 
 
-def place_breakpoints(
-    view: Conversation, previous_end: Message | None = None, ttl_s: int = 300
-) -> Conversation:
-    """Up to four breakpoints where the prefix stays stable.
+def _previous_index(view: Conversation, previous_end: Message | None) -> int | None:
+    if previous_end is None:
+        return None
+    for i in range(len(view.messages) - 2, -1, -1):
+        if view.messages[i] is previous_end:
+            return i
+    return None
 
-    End of tools and end of system (they change rarely); the last message of the previous request
-    when the view still holds it (so a call that appends more than 20 blocks still reads the entry
-    the previous call wrote); and the last message (written for the next call).
+
+def place_breakpoints(
+    view: Conversation,
+    previous_end: Message | None = None,
+    *,
+    existing: int | None = None,
+) -> Conversation:
+    """Breakpoints where the prefix stays stable, never more than four in all.
+
+    In order of value: the last message (written for the next call); the last message of the
+    previous request when the view still holds it (so a call that appends more than 20 blocks
+    still reads the entry the previous call wrote); the end of system and the end of tools (they
+    change rarely and survive a compaction of the messages). Breakpoints the request already
+    carries count against the four (``existing``: their number, when the caller knows it);
+    thinking blocks never get one.
     """
-    mark = cache_mark(ttl_s)
-    update: dict[str, Any] = {}
-    if view.tools:
-        last = view.tools[-1].model_copy(update={"cache_control": dict(mark)})
-        update["tools"] = (*view.tools[:-1], last)
-    if view.system is not None and view.system_blocks:
-        blocks = view.system_blocks
-        marked = blocks[-1].model_copy(update={"cache_control": dict(mark)})
-        update["system"] = (*blocks[:-1], marked)
+    room = MAX_BREAKPOINTS - (count_breakpoints(view) if existing is None else existing)
     messages = list(view.messages)
-    if messages:
-        messages[-1] = _mark_message(messages[-1], mark)
-        if previous_end is not None:
-            for i in range(len(messages) - 2, -1, -1):
-                if view.messages[i] is previous_end:
-                    messages[i] = _mark_message(messages[i], mark)
-                    break
-        update["messages"] = tuple(messages)
+    targets = [len(messages) - 1] if messages else []
+    previous = _previous_index(view, previous_end)
+    if previous is not None:
+        targets.append(previous)
+    update: dict[str, Any] = {}
+    for i in targets:
+        if room > 0 and messages[i] is not (marked := _mark_message(messages[i])):
+            messages[i], room = marked, room - 1
+            update["messages"] = tuple(messages)
+    system = view.system_blocks
+    if room > 0 and view.system is not None and system and not _has_mark(system[-1]):
+        marked_block = system[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        update["system"], room = (*system[:-1], marked_block), room - 1
+    if room > 0 and view.tools and not _has_mark(view.tools[-1]):
+        last = view.tools[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        update["tools"] = (*view.tools[:-1], last)
     return view.model_copy(update=update) if update else view
 
 
 __all__ = [
+    "EPHEMERAL",
     "FINAL_STOPS",
     "INCOMPLETE_STOPS",
+    "MAX_BREAKPOINTS",
     "ContextEngine",
     "Prepared",
     "Verdict",
+    "count_breakpoints",
     "place_breakpoints",
     "verdict",
     "write_atomic",

@@ -162,9 +162,12 @@ class MemoCounter:
         return self._memoised(message, compute)
 
     def count_tool(self, tool: Tool) -> int:
-        return self._memoised(
-            tool, lambda: self.per_tool + self.count_text(_compact_json(to_payload(tool)))
-        )
+        # cache_control tells the cache where to cut; the model never reads it (not billed).
+        def compute() -> int:
+            payload = {k: v for k, v in to_payload(tool).items() if k != "cache_control"}
+            return self.per_tool + self.count_text(_compact_json(payload))
+
+        return self._memoised(tool, compute)
 
     def count_system(self, conversation: Conversation) -> int:
         if isinstance(conversation.system, str):
@@ -277,8 +280,9 @@ def openai_encoding(model: str) -> str:
 
 
 class CalibratedCounter(MemoCounter):
-    """A Claude estimate: ``factor`` x a tiktoken count, plus per-message, per-tool and fixed
-    overheads fitted on recorded usage, plus Anthropic's hidden tool-use prompt when tools are sent.
+    """A Claude estimate: ``factor`` x a tiktoken count (``thinking_factor`` for thinking text),
+    plus per-message, per-tool, per-tool-block (each tool_use and tool_result) and fixed overheads
+    fitted on recorded usage, plus Anthropic's hidden tool-use prompt when tools are sent.
 
     Parts (blocks, messages, tools) are scaled per part and memoised; ``count_conversation`` is the
     total input of the request as billed (uncached + cache writes + cache reads).
@@ -292,6 +296,7 @@ class CalibratedCounter(MemoCounter):
         self.per_message = round(params.per_message)
         self.per_tool = round(params.per_tool)
         self.fixed = round(params.fixed)
+        self.per_tool_block = round(params.per_tool_block)
 
     @property
     def name(self) -> str:
@@ -302,6 +307,14 @@ class CalibratedCounter(MemoCounter):
 
     def _count_text(self, text: str) -> int:
         return round(self.params.factor * self.base.count_text(text))
+
+    def _block(self, block: Block) -> int:
+        if isinstance(block, ThinkingBlock):
+            return round(self.params.thinking_scale * self.base.count_text(block.thinking))
+        tokens = super()._block(block)
+        if isinstance(block, ToolUseBlock | ToolResultBlock):
+            tokens += self.per_tool_block
+        return tokens
 
     def count_conversation(self, conversation: Conversation) -> int:
         total = super().count_conversation(conversation)

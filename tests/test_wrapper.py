@@ -1,0 +1,396 @@
+"""The ``anthropic`` wrapper end to end: the real SDK against the local fake server.
+
+No part of the SDK is mocked: requests go over HTTP to ``contextkit.fake_anthropic.FakeAnthropic``,
+which rejects what the provider rejects (invariants, breakpoints, thinking edits, window).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from agent_loop_helper import (
+    BUDGET_TOKENS,
+    MODEL,
+    SYSTEM,
+    TOOLS,
+    WINDOW_TOKENS,
+    client_for,
+    engine_options,
+    resume_engine,
+    run_loop,
+    strategy,
+)
+from contextkit.anthropic import STREAMING_REFUSED, wrap
+from contextkit.cache import AnthropicCache
+from contextkit.checkpoint import read_checkpoint
+from contextkit.errors import ContextkitError
+from contextkit.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
+from contextkit.invariants import INTERRUPTED_TEXT
+from contextkit.messages import Conversation, ThinkingBlock, to_payload
+from contextkit.tokens import ApproxCounter
+
+HELPER = Path(__file__).with_name("agent_loop_helper.py")
+TASK: Any = {"role": "user", "content": "Fix the failing test."}
+
+
+def _server(script: Any, **options: Any) -> FakeAnthropic:
+    return FakeAnthropic(script, counter=ApproxCounter(), context_window=WINDOW_TOKENS, **options)
+
+
+def _history_tokens(history: list[dict[str, Any]]) -> int:
+    """What the full history would cost as one request (what the harness would send unwrapped)."""
+    plain = json.loads(json.dumps(history, default=lambda o: o.model_dump(exclude_none=True)))
+    body = {"model": MODEL, "system": SYSTEM, "tools": TOOLS, "messages": plain}
+    return ApproxCounter().count_conversation(Conversation.model_validate(body))
+
+
+# -- (a) a long loop stays under budget --------------------------------------------------------
+
+
+def test_300_call_loop_stays_under_budget_while_history_grows(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    with (
+        _server(tool_loop_replies(299)) as server,
+        client_for(server.base_url, audit_path=audit) as client,
+    ):
+        history: list[dict[str, Any]] = [TASK]
+        calls, stop = run_loop(client, history)
+        assert (calls, stop) == (300, "end_turn")
+        assert server.rejections == ()
+        seen = server.requests
+        assert len(seen) == 300
+        assert max(r.input_tokens or 0 for r in seen) <= BUDGET_TOKENS
+        assert len(history) == 600
+        assert _history_tokens(history) > 50 * BUDGET_TOKENS
+        assert len(client.engine.tape) == 600
+        # The audit log holds exactly the bodies the server received, in order.
+        lines = [json.loads(line) for line in audit.read_text().splitlines()]
+        assert [line["request"] for line in lines] == [r.body for r in seen]
+
+
+def test_without_compaction_the_same_loop_is_rejected() -> None:
+    """The control: the fake server does reject an over-long prompt, so the test above can fail."""
+
+    def script(conversation: Conversation) -> Reply:
+        n = len(conversation.messages)
+        return Reply.tool_call(f"toolu_{n}", "read_file", {"path": f"f{n}.py"})
+
+    with _server(script) as server:
+        with (
+            _sdk(server) as sdk,
+            pytest.raises(anthropic.BadRequestError, match="prompt is too long") as info,
+        ):
+            run_loop(wrap(sdk, None, **engine_options()), [TASK])
+        assert info.value.status_code == 400
+        assert info.value.body == {  # the SDK hands over Anthropic's error object
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": server.rejections[0].error},
+        }
+
+
+# -- (b) the checkpoint survives a kill --------------------------------------------------------
+
+
+def _wait_for(predicate: Any, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the child process")
+        time.sleep(0.05)
+
+
+def _recorded_calls(path: Path) -> int:
+    try:
+        return len(read_checkpoint(path).calls)
+    except ContextkitError:
+        return 0
+
+
+def test_checkpoint_survives_a_kill_and_the_loop_resumes(tmp_path: Path) -> None:
+    total, hang_at = 120, 60
+    answered = 0
+
+    def script(conversation: Conversation) -> Reply:
+        nonlocal answered
+        answered += 1
+        if answered >= total:
+            return Reply.text("All tests pass.")
+        return Reply.tool_call(f"toolu_{answered:04d}", "read_file", {"path": f"f{answered}.py"})
+
+    checkpoint = tmp_path / "loop.ckpt"
+    with _server(script) as server:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HELPER.parent), *sys.path])}
+        child = subprocess.Popen(
+            [sys.executable, str(HELPER), server.base_url, str(checkpoint), str(hang_at)], env=env
+        )
+        try:
+            _wait_for(lambda: _recorded_calls(checkpoint) >= hang_at or child.poll() is not None)
+            assert child.poll() is None, "the child exited before it was killed"
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        assert child.returncode == -signal.SIGKILL
+
+        engine, receipts = resume_engine(str(checkpoint))
+        assert [r.action for r in receipts] == ["inserted"]  # the hung tool's call, answered
+        assert engine.tape[-1].role == "user"
+        assert engine.tape[-1].blocks[0].model_dump().get("content") == INTERRUPTED_TEXT
+        history = [to_payload(m) for m in engine.tape]
+        with client_for(server.base_url, engine=engine) as client:
+            calls, stop = run_loop(client, history)
+
+    assert stop == "end_turn"
+    assert hang_at + calls == total
+    assert server.rejections == ()
+    assert max(r.input_tokens or 0 for r in server.requests) <= BUDGET_TOKENS
+    assert len(engine.calls) == total
+
+
+# -- (c) an edited history resets the view ------------------------------------------------------
+
+
+def test_an_edited_history_resets_the_view() -> None:
+    replies = [Reply.text("Which file?"), *tool_loop_replies(2)]
+    with _server(replies) as server, client_for(server.base_url) as client:
+        history: list[dict[str, Any]] = [TASK]
+        first = client.messages.create(
+            model=MODEL, max_tokens=100, system=SYSTEM, tools=TOOLS, messages=history
+        )
+        history += [{"role": "assistant", "content": first.content}]
+        history += [{"role": "user", "content": "tests/test_app.py"}]
+        # The harness drops the assistant's question: two user messages in a row (merged by the
+        # provider) and a history that no longer extends what was sent.
+        del history[1]
+        run_loop(client, history)
+        engine = client.engine
+        resets = [r for r in engine.receipts if r.action == "reset"]
+        assert len(resets) == 1
+        assert "edited history" in resets[0].detail
+        second = server.requests[1].body["messages"]
+        assert all("Which file?" not in json.dumps(m) for m in second)
+        assert [m["role"] for m in second] == ["user", "user"]
+        assert [to_payload(m) for m in engine.tape[:2]] == [TASK, history[1]]
+
+
+# -- (d) AsyncAnthropic --------------------------------------------------------------------------
+
+
+def test_async_client_is_wrapped_too() -> None:
+    async def loop(base_url: str) -> tuple[int, list[dict[str, Any]]]:
+        sdk = anthropic.AsyncAnthropic(base_url=base_url, api_key="test", max_retries=0)
+        client = wrap(sdk, strategy(), **engine_options())
+        history: list[dict[str, Any]] = [TASK]
+        for calls in range(1, 100):
+            response = await client.messages.create(
+                model=MODEL, max_tokens=100, system=SYSTEM, tools=TOOLS, messages=history
+            )
+            history.append({"role": "assistant", "content": response.content})
+            if response.stop_reason != "tool_use":
+                await client.close()
+                return calls, history
+            use = next(b for b in response.content if b.type == "tool_use")
+            content = "x = 1\n" * 3_000
+            history.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use.id, "content": content}],
+                }
+            )
+        raise AssertionError("the loop did not end")
+
+    with _server(tool_loop_replies(12)) as server:
+        calls, history = asyncio.run(loop(server.base_url))
+    assert calls == 13
+    assert _history_tokens(history) > BUDGET_TOKENS
+    assert max(r.input_tokens or 0 for r in server.requests) <= BUDGET_TOKENS
+    assert server.rejections == ()
+
+
+# -- (e) streaming is refused ---------------------------------------------------------------------
+
+
+def test_streaming_is_refused_before_anything_is_sent() -> None:
+    with _server([]) as server, client_for(server.base_url) as client:
+        with pytest.raises(ContextkitError, match="does not support streaming"):
+            client.messages.create(model=MODEL, max_tokens=10, messages=[TASK], stream=True)
+        with pytest.raises(ContextkitError, match="does not support streaming"):
+            client.messages.stream(model=MODEL, max_tokens=10, messages=[TASK])
+        assert server.requests == ()
+    assert "stream=True" in STREAMING_REFUSED
+
+
+# -- the wrapper's request ------------------------------------------------------------------------
+
+
+def test_harness_marks_on_messages_give_way_to_the_engines() -> None:
+    """A harness that marks its last message each call would pile marks past four."""
+    with _server(tool_loop_replies(6)) as server, client_for(server.base_url) as client:
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": "Go."}]}
+        ]
+        for _ in range(7):
+            last = history[-1]["content"][-1]
+            last["cache_control"] = {"type": "ephemeral"}
+            response = client.messages.create(
+                model=MODEL, max_tokens=100, system=SYSTEM, tools=TOOLS, messages=history
+            )
+            history.append(
+                {"role": "assistant", "content": [b.model_dump() for b in response.content]}
+            )
+            if response.stop_reason != "tool_use":
+                break
+            use = history[-1]["content"][-1]
+            history.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "ok"}],
+                }
+            )
+        assert server.rejections == ()
+        assert len(server.requests) == 7
+        assert not any(r.action == "reset" for r in client.engine.receipts)
+
+
+def test_other_parameters_reach_the_body_and_client_options_do_not() -> None:
+    with _server([Reply.text("hi")]) as server, client_for(server.base_url) as client:
+        client.messages.create(
+            model=MODEL,
+            max_tokens=77,
+            stop_sequences=["END"],
+            metadata={"user_id": "u1"},
+            messages=[TASK],
+            extra_headers={"x-test": "1"},
+            timeout=30,
+        )
+        body = server.requests[0].body
+    assert body["max_tokens"] == 77
+    assert body["stop_sequences"] == ["END"]
+    assert body["metadata"] == {"user_id": "u1"}
+    assert "extra_headers" not in body
+    assert "timeout" not in body
+    assert to_payload(client.engine.calls[0].request) == body
+
+
+# -- the fake server itself ------------------------------------------------------------------------
+
+
+def _sdk(server: FakeAnthropic) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
+
+
+def _reject(server: FakeAnthropic, **body: Any) -> str:
+    body.setdefault("max_tokens", 10)
+    with _sdk(server) as sdk, pytest.raises(anthropic.BadRequestError) as info:
+        sdk.messages.create(model=MODEL, **body)
+    assert info.value.status_code == 400
+    error = info.value.response.json()
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "invalid_request_error"
+    message: str = error["error"]["message"]
+    return message
+
+
+def test_fake_rejects_invariant_violations() -> None:
+    dangling = [
+        TASK,
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}],
+        },
+        {"role": "user", "content": "never mind"},
+    ]
+    with _server([]) as server:
+        assert "dangling_tool_use" in _reject(server, messages=dangling)
+        assert len(server.rejections) == 1
+        assert server.rejections[0].conversation is not None
+
+
+def test_fake_rejects_more_than_four_breakpoints() -> None:
+    marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    with _server([]) as server:
+        message = _reject(server, messages=[{"role": "user", "content": [marked] * 5}])
+    assert "maximum of 4 blocks with cache_control" in message
+
+
+def test_fake_rejects_a_long_prompt() -> None:
+    with _server([]) as server:
+        message = _reject(server, messages=[{"role": "user", "content": "word " * 20_000}])
+    assert message.startswith("prompt is too long: ")
+
+
+def test_fake_holds_the_latest_thinking_to_what_it_sent() -> None:
+    thinking = {"type": "thinking", "thinking": "Let me look."}
+    use = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}
+    replies = [Reply.of(thinking, use, stop_reason="tool_use"), Reply.text("done")]
+    enabled: Any = {"type": "enabled", "budget_tokens": 1024}
+    with _server(replies) as server, _sdk(server) as sdk:
+        first = sdk.messages.create(model=MODEL, max_tokens=2048, thinking=enabled, messages=[TASK])
+        sent = [b.model_dump(exclude_none=True) for b in first.content]
+        assert sent[0]["signature"]  # the server signs what it sends
+        result = {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        }
+        edited = [{**sent[0], "thinking": "Something else."}, sent[1]]
+        for content in (edited, [sent[1]]):
+            history = [TASK, {"role": "assistant", "content": content}, result]
+            message = _reject(server, thinking=enabled, max_tokens=2048, messages=history)
+            assert "thinking" in message
+        history = [TASK, {"role": "assistant", "content": sent}, result]
+        answer = sdk.messages.create(
+            model=MODEL, max_tokens=2048, thinking=enabled, messages=history
+        )
+        assert answer.stop_reason == "end_turn"
+    block = ThinkingBlock.model_validate(sent[0])
+    assert block.signature == sent[0]["signature"]
+
+
+def test_fake_fails_when_steps_go_unused_or_run_out() -> None:
+    with pytest.raises(AssertionError, match="1 scripted step"), _server([Reply.text("a")]):
+        pass
+    server = _server([])
+    with (
+        pytest.raises(AssertionError, match="script exhausted"),
+        server,
+        _sdk(server) as sdk,
+        pytest.raises(anthropic.InternalServerError),
+    ):
+        sdk.messages.create(model=MODEL, max_tokens=10, messages=[TASK])
+    assert server.requests[0].status == 500
+
+
+def test_fake_usage_follows_the_cache_and_records_are_frozen() -> None:
+    big = "context " * 2_000
+    replies = [Reply.text("one"), Reply.text("two")]
+    with (
+        _server(replies, cache=AnthropicCache(min_tokens=1024)) as server,
+        client_for(server.base_url) as client,
+    ):
+        history: list[dict[str, Any]] = [{"role": "user", "content": big}]
+        first = client.messages.create(model=MODEL, max_tokens=10, messages=history)
+        history += [
+            {"role": "assistant", "content": first.content},
+            {"role": "user", "content": "more"},
+        ]
+        second = client.messages.create(model=MODEL, max_tokens=10, messages=history)
+        record = server.requests[0]
+        with pytest.raises(Exception, match="frozen"):
+            record.status = 500  # type: ignore[misc]
+        record.body["messages"].clear()
+        assert record.body["messages"]
+    assert first.usage.cache_creation_input_tokens
+    assert not first.usage.cache_read_input_tokens
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+    assert client.engine.calls[1].usage is not None
+    assert client.engine.calls[1].usage.cache_read == second.usage.cache_read_input_tokens
