@@ -14,7 +14,10 @@ import pytest
 from contextkit.calibration import (
     NEW_TOKENIZER_RATIO,
     PRIORS,
+    Calibration,
     CalibrationSample,
+    SessionSamples,
+    anchored_errors,
     default_calibration,
     distinct,
     family_of,
@@ -23,6 +26,7 @@ from contextkit.calibration import (
     load_calibration,
     relative_errors,
     save_calibration,
+    session_pairs,
 )
 from contextkit.errors import ConfigError
 from contextkit.tokens import counter_for_model
@@ -62,6 +66,7 @@ def test_fit_recovers_known_parameters() -> None:
     assert params.factor == pytest.approx(1.23, abs=0.002)
     assert params.fitted
     assert params.residuals is not None
+    assert params.residuals.median is not None
     assert params.residuals.median < 0.001
     assert params.residuals.loo_median is not None
     assert params.residuals.loo_median < 0.001
@@ -92,10 +97,14 @@ def test_thin_collinear_data_stays_near_the_prior() -> None:
 
 def test_noisy_fit_reports_its_residuals() -> None:
     params = fit_family("claude-4", synthetic(30, 1.2, 3.0, 0.0, seed=3, noise=0.03))
-    assert params.residuals is not None
-    assert 0.005 < params.residuals.median < 0.05
-    assert params.residuals.p90 >= params.residuals.median
-    assert params.residuals.max >= params.residuals.p90
+    r = params.residuals
+    assert r is not None
+    assert r.median is not None
+    assert r.p90 is not None
+    assert r.max is not None
+    assert 0.005 < r.median < 0.05
+    assert r.p90 >= r.median
+    assert r.max >= r.p90
 
 
 def test_repeated_requests_count_once() -> None:
@@ -139,11 +148,15 @@ def test_shipped_defaults_load_as_package_data() -> None:
     assert set(calibration.families) >= {"claude-3", "claude-4", "claude-4.5", "claude-opus-4.7"}
     for params in calibration.families.values():
         if params.fitted:
-            assert params.residuals is not None
-            assert params.residuals.median < 0.05
+            r = params.residuals
+            assert r is not None
+            assert r.median is not None or r.session_median is not None  # it reports its error
+            assert r.median is None or r.median < 0.05
+            assert r.session_median is None or r.session_median < 0.10
             assert params.models
         assert 0.8 < params.factor < 2.0
     assert calibration.data  # says what it was fitted on
+    assert calibration.families["claude-4.5"].fitted  # from the Claude Code sessions
 
 
 def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
@@ -155,6 +168,146 @@ def test_calibration_file_round_trip_and_errors(tmp_path: Path) -> None:
         load_calibration(path)
     with pytest.raises(ConfigError, match="not a valid calibration file"):
         load_calibration(tmp_path / "absent.json")
+
+
+# --- sessions with a hidden prefix: calibration through consecutive differences --------------
+
+TRUE = {"factor": 1.1, "per_message": 6.0, "per_tool_block": 40.0, "thinking": 1.7}
+
+
+def _step_sample(
+    model: str, text: int, thinking: int, messages: int, blocks: int, hidden: int
+) -> CalibrationSample:
+    billed = (
+        TRUE["factor"] * text
+        + TRUE["thinking"] * thinking
+        + TRUE["per_message"] * messages
+        + TRUE["per_tool_block"] * blocks
+        + hidden
+    )
+    return CalibrationSample(
+        model=model,
+        billed=round(billed),
+        message_tokens=text,
+        tool_tokens=0,
+        system_tokens=0,
+        messages=messages,
+        tools=0,
+        overhead=0,
+        thinking_tokens=thinking,
+        tool_blocks=blocks,
+    )
+
+
+def synthetic_session(
+    seed: int, calls: int = 30, model: str = "claude-opus-4-6", label: str = ""
+) -> SessionSamples:
+    """A session whose hidden prefix (system prompt + tools) is unknown and different each time;
+    each step adds an assistant message (0-3 tool calls, some thinking) and a user message."""
+    rng = np.random.default_rng(seed)
+    hidden = int(rng.integers(8_000, 30_000))
+    text, thinking, messages, blocks = int(rng.integers(5, 500)), 0, 1, 0
+    samples = [_step_sample(model, text, thinking, messages, blocks, hidden)]
+    for _ in range(calls - 1):
+        tools = int(rng.integers(0, 4))
+        text += int(rng.integers(20, 3000))
+        thinking += int(rng.integers(0, 300)) * int(rng.integers(0, 2))
+        messages += 2
+        blocks += 2 * tools
+        samples.append(_step_sample(model, text, thinking, messages, blocks, hidden))
+    return SessionSamples(label=label or f"s{seed}", samples=tuple(samples))
+
+
+def test_pairs_recover_parameters_and_leave_the_prefix_to_the_prior() -> None:
+    sessions = [synthetic_session(seed) for seed in range(6)]
+    prior = PRIORS["claude-4"].model_copy(update={"family": "claude-4.5", "fixed": 77.0})
+    params = fit_family("claude-4.5", [], prior, sessions)
+    assert params.factor == pytest.approx(TRUE["factor"], abs=0.005)
+    assert params.thinking_factor == pytest.approx(TRUE["thinking"], abs=0.02)
+    assert params.per_tool_block == pytest.approx(TRUE["per_tool_block"], abs=1.0)
+    assert params.per_message == pytest.approx(TRUE["per_message"], abs=1.5)
+    # The hidden prefix cancels in differences: nothing in the data moves the constant.
+    assert params.fixed == pytest.approx(77.0, abs=1e-6)
+    assert params.per_tool == pytest.approx(prior.per_tool, abs=1e-6)
+    r = params.residuals
+    assert r is not None
+    assert r.calls == 0
+    assert r.median is None
+    assert r.pairs == 6 * 29
+    assert r.session_median is not None
+    assert r.session_median < 0.001
+
+
+def test_outlier_pairs_are_dropped() -> None:
+    clean = [synthetic_session(seed) for seed in range(4)]
+    spoiled = []
+    for record in clean:
+        samples = list(record.samples)
+        # Content the file does not hold (say a 2,000-token attachment) lands in one call and stays.
+        samples[10:] = [s.model_copy(update={"billed": s.billed + 2000}) for s in samples[10:]]
+        spoiled.append(record.model_copy(update={"samples": tuple(samples)}))
+    params = fit_family("claude-4.5", [], None, spoiled)
+    assert params.residuals is not None
+    assert params.residuals.pairs_dropped == 4
+    assert params.factor == pytest.approx(TRUE["factor"], abs=0.005)
+    naive = fit_family("claude-4.5", [], None, clean)
+    assert abs(params.per_tool_block - naive.per_tool_block) < 1.0
+
+
+def test_session_pairs_skip_what_does_not_extend() -> None:
+    record = synthetic_session(0, calls=8)
+    samples = list(record.samples)
+    samples[5] = samples[5].model_copy(update={"billed": samples[4].billed - 10})  # a drop
+    samples[7] = samples[7].model_copy(update={"model": "claude-sonnet-4-20250514"})
+    record = record.model_copy(
+        update={
+            "samples": tuple(samples),
+            "compactions": (3,),
+            "extends": (True, True, True, True, True, False, True),
+        }
+    )
+    pairs, skipped = session_pairs(record)
+    assert [p.after for p in pairs] == [samples[1], samples[2], samples[4]]
+    assert skipped == {
+        "first call after a compaction": 1,
+        "recorded total dropped": 1,
+        "request does not extend the previous one": 1,
+        "model family changed": 1,
+    }
+
+
+def test_session_with_impossible_usage_gives_no_pair() -> None:
+    record = synthetic_session(1, calls=5)
+    samples = list(record.samples)
+    samples[2] = samples[2].model_copy(update={"billed": samples[2].base // 2})
+    pairs, skipped = session_pairs(record.model_copy(update={"samples": tuple(samples)}))
+    assert pairs == []
+    assert sum(skipped.values()) == 4
+
+
+def test_fit_takes_the_prefix_of_a_session_only_family_from_the_family_below() -> None:
+    sessions = [synthetic_session(seed) for seed in range(3)]
+    calibration = fit(synthetic(20, 1.25, 3.0, 40.0), sessions=sessions)
+    older, newer = calibration.families["claude-4"], calibration.families["claude-4.5"]
+    assert older.fitted
+    assert newer.fitted
+    assert newer.fixed == pytest.approx(older.fixed, abs=1e-3)
+    assert newer.factor == pytest.approx(TRUE["factor"], abs=0.01)
+    opus47 = calibration.families["claude-opus-4.7"]
+    assert not opus47.fitted
+    assert opus47.factor == pytest.approx(newer.factor * NEW_TOKENIZER_RATIO, abs=1e-3)
+
+
+def test_anchored_error_is_the_accountants_prediction() -> None:
+    record = synthetic_session(2, calls=5)
+    exact = fit_family("claude-4.5", [], None, [record])
+    wrong = exact.model_copy(update={"factor": exact.factor * 1.1})
+    assert float(anchored_errors(exact, record).max()) < 0.002
+    errors = anchored_errors(wrong, record)
+    assert errors.size == 4
+    first = record.samples[0]
+    grown = (record.samples[-1].base - first.base) * exact.factor * 0.1
+    assert errors[-1] == pytest.approx(grown / record.samples[-1].billed, rel=0.05)
 
 
 # --- the recorded raw API traces -----------------------------------------------------------
@@ -206,7 +359,9 @@ def test_script_writes_a_loadable_calibration(corpus: Path, tmp_path: Path) -> N
     assert _script().main([str(corpus / TRACE), "--out", str(out)]) == 0
     written = load_calibration(out)
     assert written.families["claude-4"].fitted
+    assert written.families["claude-4.5"].fitted  # the corpus's Claude Code sessions
     assert "test-traffic-part1.jsonl" in written.data[0]
+    assert "claude-code" in written.data[-1]
 
 
 @pytest.mark.corpus
@@ -221,3 +376,34 @@ def test_counter_for_model_estimates_billed_input_on_raw_traces(corpus: Path) ->
         errors.append(abs(estimate - billed) / billed)
     assert len(errors) >= 30
     assert float(np.median(errors)) < 0.05
+
+
+@pytest.mark.corpus
+def test_claude_code_sessions_improve_held_out_sessions(corpus: Path) -> None:
+    """Leave one session out: a fit that saw the other Claude Code sessions predicts the held-out
+    session's per-call total input better than the trace-only fit (claude-4.5: not fitted)."""
+    script = _script()
+    samples = script.samples_from_traces([corpus / TRACE])
+    sessions = script.sessions_from_claude_code([corpus])
+    trace_only: Calibration = fit(samples)
+    held_out = script.loso_errors(samples, sessions)
+    assert len(held_out) >= 8
+    for family in ("claude-4", "claude-4.5"):
+        mine = [r for r in sessions if r.label in held_out and r.family == family]
+        assert mine, family
+        params = trace_only.for_model(mine[0].samples[0].model)
+        assert params is not None
+        before = np.concatenate([anchored_errors(params, r) for r in mine])
+        after = np.concatenate([held_out[r.label] for r in mine])
+        assert float(np.median(after)) < float(np.median(before)), family
+        assert float(np.percentile(after, 90)) < float(np.percentile(before, 90)), family
+
+
+@pytest.mark.corpus
+def test_synthetic_claude_code_logs_are_rejected(corpus: Path) -> None:
+    sessions = _script().sessions_from_claude_code([corpus / "claude-code-log-synthetic"])
+    assert sessions
+    for record in sessions:
+        pairs, skipped = session_pairs(record)
+        assert pairs == []
+        assert "usage below the counted messages (not a real recording)" in skipped

@@ -16,8 +16,15 @@ from typing import Any
 import anthropic
 import pytest
 
-from contextkit.calibration import default_calibration
-from contextkit.messages import Conversation, TextBlock, parse_conversation
+from contextkit.calibration import FamilyCalibration, default_calibration
+from contextkit.messages import (
+    Conversation,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    parse_conversation,
+)
 from contextkit.reference import tool_use_overhead
 from contextkit.tokens import (
     AnthropicCountingCounter,
@@ -177,18 +184,44 @@ def test_calibrated_total_follows_the_formula(conversation: Conversation) -> Non
     raw = TiktokenCounter()
     base = (
         sum(raw.count_message(m) - raw.per_message for m in conversation.messages)
-        + sum(raw.count_tool(t) for t in conversation.tools)
+        + sum(raw.count_tool(t) - raw.per_tool for t in conversation.tools)
         + raw.count_system(conversation)
     )
     expected = (
         params.factor * base
         + params.per_message * len(conversation.messages)
         + params.per_tool * len(conversation.tools)
+        + params.per_tool_block * 2  # one tool_use and one tool_result
         + params.fixed
         + tool_use_overhead("claude-sonnet-4-20250514", None)
     )
     # parts are rounded one by one: allow one token per part
     assert abs(counter.count_conversation(conversation) - expected) <= 10
+
+
+def test_tool_blocks_and_thinking_follow_their_own_parameters() -> None:
+    params = FamilyCalibration(
+        family="claude-4.5",
+        factor=1.1,
+        per_message=4,
+        per_tool=0,
+        fixed=0,
+        per_tool_block=30,
+        thinking_factor=2.0,
+        fitted=True,
+    )
+    raw = TiktokenCounter()
+    counter = CalibratedCounter(raw, params, "claude-opus-4-6")
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    n = raw.count_text(text)
+    assert counter.count_block(TextBlock(text=text)) == round(1.1 * n)
+    assert counter.count_block(ThinkingBlock(thinking=text, signature="s")) == round(2.0 * n)
+    use = ToolUseBlock(id="t1", name="Read", input={"path": text})
+    assert counter.count_block(use) == round(1.1 * raw.count_block(use)) + 30
+    result = ToolResultBlock(tool_use_id="t1", content=text)
+    assert counter.count_block(result) == round(1.1 * n) + 30
+    plain = CalibratedCounter(raw, params.model_copy(update={"thinking_factor": None}), None)
+    assert plain.count_block(ThinkingBlock(thinking=text)) == round(1.1 * n)  # None: factor
 
 
 def test_tool_choice_any_changes_the_hidden_prompt(conversation: Conversation) -> None:

@@ -1,21 +1,38 @@
 """Per-family calibration of a tiktoken count against the input tokens Claude actually bills.
 
 Claude's tokenizer is not public. The estimate of a request's total input (uncached + cache writes
-+ cache reads) is ``factor * base + per_message * messages + per_tool * tools + fixed``, plus the
-documented hidden tool-use prompt (:func:`contextkit.reference.tool_use_overhead`) when the request
-carries tools, where ``base`` is the o200k count of the messages, system prompt and tool schemas.
++ cache reads) is ``factor * base + thinking_factor * thinking + per_message * messages + per_tool *
+tools + per_tool_block * tool_blocks + fixed``, plus the documented hidden tool-use prompt
+(:func:`contextkit.reference.tool_use_overhead`) when the request carries tools. ``base`` is the
+o200k count of the messages (thinking excluded), system prompt and tool schemas; ``thinking`` the
+o200k count of thinking blocks (``thinking_factor`` None: the same as ``factor``); ``tool_blocks``
+the number of ``tool_use`` and ``tool_result`` blocks (one figure for both: they always come in
+pairs, so the data cannot tell them apart).
 
 Contract:
 
 - :func:`sample_from_call` turns a request whose billed total input is known into a
-  :class:`CalibrationSample` (the features); :func:`fit` fits one :class:`FamilyCalibration` per
-  model family by least squares on RELATIVE errors (the figure we report), with a Gaussian prior on
-  each parameter, so a family with few or collinear calls (all one message, no tools) stays
-  well-posed and falls back towards the prior rather than to nonsense. Families without data keep
-  their prior (``fitted=False``), derived from the fitted ones where the documentation says how
-  (Opus 4.7's tokenizer: about 1.30x Opus 4.6's).
-- Every fitted family reports its residuals (median, p90, max absolute relative error) and a
-  leave-one-out median error.
+  :class:`CalibrationSample` (the features). :func:`session_samples` does it for every call of a
+  session whose system prompt and tools are NOT known (Claude Code files); such a session only
+  calibrates through DIFFERENCES of consecutive calls (:func:`session_pairs`), where the unknown
+  prefix cancels. A pair is used when the later request extends the earlier one (same messages
+  first), is not the first call after a compaction, is of the same family, and its recorded total
+  does not drop; a session whose recorded total is ever below the o200k count of its own messages
+  is not a real recording (synthetic usage) and gives no pair.
+- :func:`fit` fits one :class:`FamilyCalibration` per model family: MAP least squares on relative
+  errors of exact requests (noise ``ASSUMED_NOISE``) and on token errors of pair differences
+  (noise ``sqrt((ASSUMED_NOISE*delta)^2 + PAIR_NOISE_TOKENS^2)``), with a Gaussian prior on each
+  parameter, so a family with few or collinear data stays well-posed and falls back towards the
+  prior. Pairs are trimmed robustly: refit without those whose standardised residual lies more
+  than ``OUTLIER_Z`` scaled MADs (never less than the assumed noise) from the median (the modified
+  z-score rule), until the kept set is stable. Parameters pairs cannot see (``fixed``,
+  ``per_tool``) keep the prior, which for a family without exact requests is the fitted family
+  below it (claude-4.5 from claude-4). Families
+  without data keep their prior (``fitted=False``), derived from the fitted ones where the
+  documentation says how (Opus 4.7's tokenizer: about 1.30x Opus 4.6's).
+- Every fitted family reports its residuals: on exact requests (median, p90, max absolute relative
+  error and a leave-one-out median), and on sessions (the per-call error of total input predicted
+  as the accountant does: call 1's recorded total plus the counted growth since call 1).
 - :func:`default_calibration` reads the shipped defaults from ``contextkit/data/calibration.json``
   (written by ``scripts/fit_calibration.py``) through :mod:`importlib.resources`.
 """
@@ -23,19 +40,21 @@ Contract:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from functools import cache
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextkit.errors import ConfigError
-from contextkit.messages import Conversation
+from contextkit.messages import Conversation, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from contextkit.reference import parse_claude, tool_use_overhead
-from contextkit.session import Call
+from contextkit.session import Call, Session
 from contextkit.tokens import MemoCounter, TiktokenCounter
 
 BASE_ENCODING = "o200k_base"
@@ -43,6 +62,11 @@ NEW_TOKENIZER_RATIO = 1.30
 """Opus 4.7's tokenizer yields about 30% more tokens than 4.6's for the same text (REFERENCE.md)."""
 ASSUMED_NOISE = 0.02
 """Relative residual noise assumed by the prior (2%): sets how much data outweighs the prior."""
+PAIR_NOISE_TOKENS = 20.0
+"""Noise floor of one pair difference in tokens (framing of a step no feature describes)."""
+OUTLIER_Z = 3.5
+"""Pairs farther than this many scaled MADs (at least the assumed noise) from the median
+standardised residual are dropped (Iglewicz and Hoaglin's cut-off for the modified z-score)."""
 
 
 class Frozen(BaseModel):
@@ -50,15 +74,24 @@ class Frozen(BaseModel):
 
 
 class Residuals(Frozen):
-    """Absolute relative errors |estimate - billed| / billed over the calls of a fit."""
+    """How far a family's fit is from its data (absolute relative errors)."""
 
-    calls: int
-    """Distinct requests the fit saw (repeats of one request counted once)."""
-    median: float
-    p90: float
-    max: float
+    calls: int = 0
+    """Distinct exact requests the fit saw (repeats of one request counted once)."""
+    median: float | None = None
+    p90: float | None = None
+    max: float | None = None
     loo_median: float | None = None
-    """Median error when each call is predicted by a fit on the other calls (None: too few)."""
+    """Median error when each exact request is predicted by a fit on the other data (None: too
+    few)."""
+    pairs: int = 0
+    """Consecutive-call pairs of sessions the fit used, after the outlier rule."""
+    pairs_dropped: int = 0
+    """Pairs the outlier rule dropped."""
+    session_calls: int = 0
+    """Calls after the first of the sessions, predicted from call 1 (in sample)."""
+    session_median: float | None = None
+    session_p90: float | None = None
 
 
 class FamilyCalibration(Frozen):
@@ -68,11 +101,19 @@ class FamilyCalibration(Frozen):
     per_message: float
     per_tool: float
     fixed: float
+    per_tool_block: float = 0.0
+    """Tokens added by each tool_use and each tool_result block beyond its counted text."""
+    thinking_factor: float | None = None
+    """Scale of thinking text (None: ``factor``)."""
     fitted: bool = False
     models: tuple[str, ...] = ()
     """Models whose recorded calls the fit used."""
     residuals: Residuals | None = None
     note: str = ""
+
+    @property
+    def thinking_scale(self) -> float:
+        return self.factor if self.thinking_factor is None else self.thinking_factor
 
 
 class Calibration(Frozen):
@@ -111,8 +152,11 @@ PRIORS: dict[str, FamilyCalibration] = {
         family="claude-4", factor=1.2, per_message=3, per_tool=0, fixed=5, note="prior"
     ),
 }
-PRIOR_SCALE = np.array([0.15, 5.0, 20.0, 50.0])
-"""One standard deviation of the prior on (factor, per_message, per_tool, fixed)."""
+PRIOR_SCALE = np.array([0.15, 5.0, 20.0, 50.0, 20.0, 0.5])
+"""One standard deviation of the prior on (factor, per_message, per_tool, fixed, per_tool_block,
+thinking_factor)."""
+FIT_ORDER = ("claude-3", "claude-4", "claude-4.5", "claude-opus-4.7")
+"""Fitted in this order: a family's prior may be the fit of the one before it."""
 
 
 class CalibrationSample(Frozen):
@@ -121,12 +165,16 @@ class CalibrationSample(Frozen):
     model: str
     billed: int
     message_tokens: int
+    """o200k tokens of the message content, thinking excluded."""
     tool_tokens: int
     system_tokens: int
     messages: int
     tools: int
     overhead: int
     """Hidden tool-use prompt from the reference data (0 without tools)."""
+    thinking_tokens: int = 0
+    tool_blocks: int = 0
+    """tool_use and tool_result blocks in the messages."""
     label: str = ""
 
     @property
@@ -136,16 +184,29 @@ class CalibrationSample(Frozen):
     @property
     def key(self) -> tuple[object, ...]:
         """Identical requests give identical keys (their repeats add no information)."""
-        return (
-            self.model,
-            self.billed,
-            self.message_tokens,
-            self.tool_tokens,
-            self.system_tokens,
-            self.messages,
-            self.tools,
-            self.overhead,
-        )
+        return tuple(self.model_dump(exclude={"label"}).values())
+
+
+class SessionSamples(Frozen):
+    """The calls of one session whose hidden prefix (system prompt, tools) is not known."""
+
+    label: str
+    samples: tuple[CalibrationSample, ...]
+    compactions: tuple[int, ...] = ()
+    extends: tuple[bool, ...] = ()
+    """Per call after the first: its request starts with every message of the one before."""
+
+    @property
+    def family(self) -> str | None:
+        return family_of(self.samples[0].model) if self.samples else None
+
+
+class CalibrationPair(Frozen):
+    """Two consecutive calls of one session: their difference is free of the hidden prefix."""
+
+    before: CalibrationSample
+    after: CalibrationSample
+    session: str
 
 
 def distinct(samples: Iterable[CalibrationSample]) -> list[CalibrationSample]:
@@ -160,6 +221,7 @@ def base_counter() -> MemoCounter:
     """The raw o200k counter the features use (no per-message or fixed framing)."""
     counter = TiktokenCounter(BASE_ENCODING)
     counter.per_message = 0
+    counter.per_tool = 0
     counter.fixed = 0
     return counter
 
@@ -186,44 +248,150 @@ def sample_from_request(
     """Features of one request whose billed total input is ``billed``."""
     when = call.timestamp if call is not None else None
     choice = (request.model_extra or {}).get("tool_choice")
+    blocks = [b for m in request.messages if not isinstance(m.content, str) for b in m.content]
+    thinking = sum(counter.count_block(b) for b in blocks if isinstance(b, ThinkingBlock))
     return CalibrationSample(
         model=model,
         billed=billed,
-        message_tokens=sum(counter.count_message(m) for m in request.messages),
+        message_tokens=sum(counter.count_message(m) for m in request.messages) - thinking,
         tool_tokens=sum(counter.count_tool(t) for t in request.tools),
         system_tokens=counter.count_system(request),
         messages=len(request.messages),
         tools=len(request.tools),
         overhead=tool_use_overhead(model, choice, when) if request.tools else 0,
+        thinking_tokens=thinking,
+        tool_blocks=sum(isinstance(b, ToolUseBlock | ToolResultBlock) for b in blocks),
         label=label,
     )
 
 
-def _design(samples: Sequence[CalibrationSample]) -> tuple[np.ndarray, np.ndarray]:
-    x = np.array([[s.base, s.messages, s.tools, 1.0] for s in samples], dtype=float)
+def session_samples(session: Session, counter: MemoCounter, label: str) -> SessionSamples | None:
+    """Every call's features, when every call has billed usage and a Claude model (else None)."""
+    samples = []
+    for i, call in enumerate(session.calls):
+        model = call.model or call.request.model
+        if call.usage is None or model is None or family_of(model) is None:
+            return None
+        billed = call.usage.total_input
+        samples.append(
+            sample_from_request(call.request, model, billed, counter, call=call, label=f"{i}")
+        )
+    calls = session.calls
+    extends = tuple(
+        len(b.request.messages) >= len(a.request.messages)
+        and b.request.messages[: len(a.request.messages)] == a.request.messages
+        for a, b in pairwise(calls)
+    )
+    return SessionSamples(
+        label=label, samples=tuple(samples), compactions=session.compactions, extends=extends
+    )
+
+
+def session_pairs(record: SessionSamples) -> tuple[list[CalibrationPair], Counter[str]]:
+    """The usable consecutive pairs of a session, and why the others were skipped."""
+    skipped: Counter[str] = Counter()
+    samples = record.samples
+    if any(s.billed < s.base + s.thinking_tokens for s in samples):
+        skipped["usage below the counted messages (not a real recording)"] += len(samples) - 1
+        return [], skipped
+    pairs = []
+    for k in range(1, len(samples)):
+        before, after = samples[k - 1], samples[k]
+        if k in record.compactions:
+            skipped["first call after a compaction"] += 1
+        elif family_of(before.model) != family_of(after.model):
+            skipped["model family changed"] += 1
+        elif record.extends and not record.extends[k - 1]:
+            skipped["request does not extend the previous one"] += 1
+        elif after.billed < before.billed:
+            skipped["recorded total dropped"] += 1
+        else:
+            pairs.append(CalibrationPair(before=before, after=after, session=record.label))
+    return pairs, skipped
+
+
+# --- the fit ----------------------------------------------------------------------------------
+
+
+def _features(samples: Sequence[CalibrationSample]) -> np.ndarray:
+    """Columns in the order of PRIOR_SCALE."""
+    return np.array(
+        [[s.base, s.messages, s.tools, 1.0, s.tool_blocks, s.thinking_tokens] for s in samples],
+        dtype=float,
+    ).reshape(len(samples), len(PRIOR_SCALE))
+
+
+def _pair_rows(pairs: Sequence[CalibrationPair]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(feature differences, billed differences, noise) of pairs."""
+    x = _features([p.after for p in pairs]) - _features([p.before for p in pairs])
+    y = np.array([p.after.billed - p.before.billed for p in pairs], dtype=float)
+    noise = np.sqrt((ASSUMED_NOISE * y) ** 2 + PAIR_NOISE_TOKENS**2)
+    return x, y, noise
+
+
+def _theta0(prior: FamilyCalibration) -> np.ndarray:
+    p = prior
+    return np.array(
+        [p.factor, p.per_message, p.per_tool, p.fixed, p.per_tool_block, p.thinking_scale]
+    )
+
+
+def _solve(
+    samples: Sequence[CalibrationSample],
+    prior: FamilyCalibration,
+    pairs: Sequence[CalibrationPair] = (),
+) -> np.ndarray:
+    """MAP estimate: (relative or pair) squared error / noise^2 + ((theta - prior) / scale)^2."""
+    x = _features(samples)
     y = np.array([s.billed - s.overhead for s in samples], dtype=float)
-    return x, y
-
-
-def _solve(samples: Sequence[CalibrationSample], prior: FamilyCalibration) -> np.ndarray:
-    """MAP estimate: relative squared error / noise^2 + ((theta - prior) / scale)^2."""
-    x, y = _design(samples)
     billed = np.array([max(s.billed, 1) for s in samples], dtype=float)
-    theta0 = np.array([prior.factor, prior.per_message, prior.per_tool, prior.fixed])
-    a_data = x / billed[:, None] / ASSUMED_NOISE
-    b_data = y / billed / ASSUMED_NOISE
-    a_prior = np.diag(1.0 / PRIOR_SCALE)
-    b_prior = theta0 / PRIOR_SCALE
-    theta, *_ = np.linalg.lstsq(np.vstack([a_data, a_prior]), np.concatenate([b_data, b_prior]))
+    px, py, pnoise = _pair_rows(pairs)
+    a = np.vstack(
+        [
+            x / billed[:, None] / ASSUMED_NOISE,
+            px / pnoise[:, None],
+            np.diag(1.0 / PRIOR_SCALE),
+        ]
+    )
+    b = np.concatenate([y / billed / ASSUMED_NOISE, py / pnoise, _theta0(prior) / PRIOR_SCALE])
+    theta, *_ = np.linalg.lstsq(a, b, rcond=None)
     return np.asarray(theta, dtype=float)
+
+
+def _robust_solve(
+    samples: Sequence[CalibrationSample],
+    prior: FamilyCalibration,
+    pairs: Sequence[CalibrationPair],
+) -> tuple[np.ndarray, list[CalibrationPair]]:
+    """Solve, drop pairs with modified z-score above OUTLIER_Z, repeat until the set is stable."""
+    kept = list(pairs)
+    theta = _solve(samples, prior, kept)
+    if not pairs:
+        return theta, kept
+    x, y, noise = _pair_rows(pairs)
+    mask = np.ones(len(pairs), dtype=bool)
+    for _ in range(20):
+        z = (y - x @ theta) / noise
+        centre = np.median(z[mask])
+        # Never below the assumed noise: clean data must not lose pairs to rounding.
+        spread = max(1.4826 * float(np.median(np.abs(z[mask] - centre))), 1.0)
+        new = np.abs(z - centre) <= OUTLIER_Z * spread
+        if np.array_equal(new, mask):
+            break
+        mask = new
+        kept = [p for p, keep in zip(pairs, mask, strict=True) if keep]
+        theta = _solve(samples, prior, kept)
+    return theta, kept
 
 
 def predict(params: FamilyCalibration, sample: CalibrationSample) -> float:
     """The calibrated estimate of a sample's total input."""
     return (
         params.factor * sample.base
+        + params.thinking_scale * sample.thinking_tokens
         + params.per_message * sample.messages
         + params.per_tool * sample.tools
+        + params.per_tool_block * sample.tool_blocks
         + params.fixed
         + sample.overhead
     )
@@ -233,8 +401,19 @@ def relative_errors(params: FamilyCalibration, samples: Sequence[CalibrationSamp
     return np.array([abs(predict(params, s) - s.billed) / max(s.billed, 1) for s in samples])
 
 
-def _params(family: str, theta: np.ndarray, **extra: object) -> FamilyCalibration:
-    factor, per_message, per_tool, fixed = (round(float(v), 4) for v in theta)
+def anchored_errors(params: FamilyCalibration, record: SessionSamples) -> np.ndarray:
+    """Per call after the first: |predicted - billed| / billed, the total input predicted as the
+    accountant does (call 1's recorded total + the counted growth since call 1)."""
+    first = record.samples[0]
+    start = predict(params, first)
+    rest = [s for s in record.samples[1:] if family_of(s.model) == family_of(first.model)]
+    return np.array(
+        [abs(first.billed + predict(params, s) - start - s.billed) / max(s.billed, 1) for s in rest]
+    )
+
+
+def _params(family: str, theta: np.ndarray, thinking: bool, **extra: object) -> FamilyCalibration:
+    factor, per_message, per_tool, fixed, per_block, think = (round(float(v), 4) for v in theta)
     return FamilyCalibration.model_validate(
         {
             "family": family,
@@ -242,48 +421,98 @@ def _params(family: str, theta: np.ndarray, **extra: object) -> FamilyCalibratio
             "per_message": per_message,
             "per_tool": per_tool,
             "fixed": fixed,
+            "per_tool_block": per_block,
+            "thinking_factor": think if thinking else None,
             **extra,
         }
     )
 
 
-def _loo_median(samples: Sequence[CalibrationSample], prior: FamilyCalibration) -> float | None:
+def _loo_median(
+    samples: Sequence[CalibrationSample],
+    prior: FamilyCalibration,
+    pairs: Sequence[CalibrationPair],
+    thinking: bool,
+) -> float | None:
     if len(samples) < 3:
         return None
     errors = []
     for i, held_out in enumerate(samples):
         rest = [s for j, s in enumerate(samples) if j != i]
-        params = _params(prior.family, _solve(rest, prior))
+        params = _params(prior.family, _solve(rest, prior, pairs), thinking)
         errors.append(relative_errors(params, [held_out])[0])
     return float(np.median(errors))
 
 
+def _stats(errors: np.ndarray) -> tuple[float | None, float | None]:
+    if not errors.size:
+        return None, None
+    return round(float(np.median(errors)), 5), round(float(np.percentile(errors, 90)), 5)
+
+
 def fit_family(
-    family: str, samples: Sequence[CalibrationSample], prior: FamilyCalibration | None = None
+    family: str,
+    samples: Sequence[CalibrationSample],
+    prior: FamilyCalibration | None = None,
+    sessions: Sequence[SessionSamples] = (),
 ) -> FamilyCalibration:
-    """Fit one family's parameters on its distinct samples; ``samples`` must not be empty.
+    """Fit one family on its distinct exact samples and the pairs of its sessions (not both empty).
 
     Repeats of one request are dropped first: 15 identical probe calls would otherwise outweigh
     every other call and make the reported errors look better than they are.
     """
     samples = distinct(samples)
-    if not samples:
+    by_session = [(record, session_pairs(record)[0]) for record in sessions]
+    sessions = [record for record, found in by_session if found]  # rejected ones say nothing
+    pairs = [p for _, found in by_session for p in found]
+    if not samples and not pairs:
         raise ValueError(f"no samples to fit {family}")
     prior = prior or PRIORS.get(family) or PRIORS["claude-4"].model_copy(update={"family": family})
-    theta = _solve(samples, prior)
-    draft = _params(family, theta)
-    errors = relative_errors(draft, samples)
-    residuals = Residuals(
-        calls=len(samples),
-        median=round(float(np.median(errors)), 5),
-        p90=round(float(np.percentile(errors, 90)), 5),
-        max=round(float(errors.max()), 5),
-        loo_median=_round(_loo_median(samples, prior)),
+    thinking = any(p.after.thinking_tokens != p.before.thinking_tokens for p in pairs) or any(
+        s.thinking_tokens for s in samples
     )
-    models = tuple(sorted({s.model for s in samples}))
-    note = f"MAP fit on relative errors (prior: {prior.family} {prior.note or 'default'})"
+    theta, kept = _robust_solve(samples, prior, pairs)
+    if not thinking:
+        theta[5] = prior.thinking_scale
+    draft = _params(family, theta, thinking or prior.thinking_factor is not None)
+    residuals = _residuals(draft, samples, sessions, pairs, kept, prior, thinking)
+    used = [*samples, *(s for p in kept for s in (p.before, p.after))]
+    note = f"MAP fit on relative errors and pair differences (prior: {prior.family} {prior.note})"
     return draft.model_copy(
-        update={"fitted": True, "models": models, "residuals": residuals, "note": note}
+        update={
+            "fitted": True,
+            "models": tuple(sorted({s.model for s in used})),
+            "residuals": residuals,
+            "note": note,
+        }
+    )
+
+
+def _residuals(
+    params: FamilyCalibration,
+    samples: Sequence[CalibrationSample],
+    sessions: Sequence[SessionSamples],
+    pairs: Sequence[CalibrationPair],
+    kept: Sequence[CalibrationPair],
+    prior: FamilyCalibration,
+    thinking: bool,
+) -> Residuals:
+    errors = relative_errors(params, samples) if samples else np.zeros(0)
+    anchored = [anchored_errors(params, r) for r in sessions if len(r.samples) > 1]
+    session_errors = np.concatenate(anchored) if anchored else np.zeros(0)
+    median, p90 = _stats(errors)
+    session_median, session_p90 = _stats(session_errors)
+    return Residuals(
+        calls=len(samples),
+        median=median,
+        p90=p90,
+        max=round(float(errors.max()), 5) if errors.size else None,
+        loo_median=_round(_loo_median(samples, prior, kept, thinking)),
+        pairs=len(kept),
+        pairs_dropped=len(pairs) - len(kept),
+        session_calls=int(session_errors.size),
+        session_median=session_median,
+        session_p90=session_p90,
     )
 
 
@@ -295,46 +524,72 @@ def _derived(fitted: Mapping[str, FamilyCalibration]) -> dict[str, FamilyCalibra
     """Families without data, from the closest fitted one and the documented tokenizer change."""
     base = fitted.get("claude-4") or fitted.get("claude-3") or PRIORS["claude-4"]
     same = f"not fitted: assumed to share {base.family}'s tokenizer (fitted={base.fitted})"
-    newer = f"not fitted: {base.family} x{NEW_TOKENIZER_RATIO} (Opus 4.7's new tokenizer, per docs)"
     copy = {"fitted": False, "residuals": None, "models": ()}
-    return {
-        "claude-4.5": base.model_copy(update={**copy, "family": "claude-4.5", "note": same}),
-        "claude-opus-4.7": base.model_copy(
-            update={
-                **copy,
-                "family": "claude-opus-4.7",
-                "factor": round(base.factor * NEW_TOKENIZER_RATIO, 4),
-                "note": newer,
-            }
-        ),
-    }
+    out = {"claude-4.5": base.model_copy(update={**copy, "family": "claude-4.5", "note": same})}
+    older = fitted.get("claude-4.5") or out["claude-4.5"]
+    think = older.thinking_factor
+    out["claude-opus-4.7"] = older.model_copy(
+        update={
+            **copy,
+            "family": "claude-opus-4.7",
+            "factor": round(older.factor * NEW_TOKENIZER_RATIO, 4),
+            "thinking_factor": None if think is None else round(think * NEW_TOKENIZER_RATIO, 4),
+            "note": f"not fitted: {older.family} x{NEW_TOKENIZER_RATIO} (Opus 4.7's new "
+            f"tokenizer, per docs; fitted={older.fitted})",
+        }
+    )
+    return out
+
+
+def _prior(family: str, fitted: Mapping[str, FamilyCalibration]) -> FamilyCalibration:
+    """The family's own prior, else what the families fitted before it imply for it."""
+    if family in PRIORS:
+        return PRIORS[family]
+    derived = _derived(fitted).get(family)
+    if derived is None:
+        return PRIORS["claude-4"].model_copy(update={"family": family})
+    return derived.model_copy(update={"note": f"({derived.note})"})
 
 
 def fit(
-    samples: Iterable[CalibrationSample], data: Sequence[str] = (), created: date | None = None
+    samples: Iterable[CalibrationSample],
+    data: Sequence[str] = (),
+    created: date | None = None,
+    sessions: Iterable[SessionSamples] = (),
 ) -> Calibration:
-    """Fit every family the samples cover; derive the others (see the module docstring)."""
+    """Fit every family the samples or sessions cover; derive the others (module docstring)."""
     by_family: dict[str, list[CalibrationSample]] = {}
     for sample in samples:
         family = family_of(sample.model)
         if family is not None:
             by_family.setdefault(family, []).append(sample)
-    families = {f: fit_family(f, s) for f, s in sorted(by_family.items())}
+    records: dict[str, list[SessionSamples]] = {}
+    for record in sessions:
+        if record.family is not None:
+            records.setdefault(record.family, []).append(record)
+    families: dict[str, FamilyCalibration] = {}
+    order = [*FIT_ORDER, *sorted((set(by_family) | set(records)) - set(FIT_ORDER))]
+    for family in order:
+        mine, recs = by_family.get(family, []), records.get(family, [])
+        if mine or any(session_pairs(r)[0] for r in recs):
+            families[family] = fit_family(family, mine, _prior(family, families), recs)
     for family, prior in PRIORS.items():
         families.setdefault(family, prior)
     for family, derived in _derived(families).items():
         families.setdefault(family, derived)
     return Calibration(
-        created=created or date.today(),
-        data=tuple(data),
-        method=(
-            "MAP least squares on relative error of total billed input; features: o200k tokens "
-            "of messages+system+tools (one shared factor), messages, tools, constant; documented "
-            f"tool-use prompt subtracted; Gaussian prior (scale {PRIOR_SCALE.tolist()}, noise "
-            f"{ASSUMED_NOISE})"
-        ),
-        families=families,
+        created=created or date.today(), data=tuple(data), method=METHOD, families=families
     )
+
+
+METHOD = (
+    "MAP least squares: relative error of the total billed input of exact requests (documented "
+    "tool-use prompt subtracted) and token error of the growth between consecutive calls of a "
+    "session (hidden prefix cancels); features: o200k tokens of messages+system+tools (one shared "
+    "factor), o200k tokens of thinking, messages, tools, tool_use/tool_result blocks, constant; "
+    f"Gaussian prior (scale {PRIOR_SCALE.tolist()}, noise {ASSUMED_NOISE} relative, pair floor "
+    f"{PAIR_NOISE_TOKENS} tokens); pairs with modified z-score > {OUTLIER_Z} dropped iteratively"
+)
 
 
 def load_calibration(path: str | Path) -> Calibration:
@@ -362,9 +617,12 @@ def default_calibration() -> Calibration:
 
 __all__ = [
     "Calibration",
+    "CalibrationPair",
     "CalibrationSample",
     "FamilyCalibration",
     "Residuals",
+    "SessionSamples",
+    "anchored_errors",
     "base_counter",
     "default_calibration",
     "distinct",
@@ -377,4 +635,6 @@ __all__ = [
     "sample_from_call",
     "sample_from_request",
     "save_calibration",
+    "session_pairs",
+    "session_samples",
 ]
