@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from contextkit.messages import Conversation, Message
 from contextkit.tokens import block_text
 
+# Each pattern is written so that the regex engine can skip ahead cheaply (a literal or a
+# character set first, lookbehinds after it); they match exactly what the plain forms match:
+# _PATH  (?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b | \b[\w-]+\.(?:py|js|...)\b
+# _NUMBER (?<![\w.])\d{3,}(?:\.\d+)?(?![\w.])   _IDENT \b[A-Za-z_][A-Za-z0-9_]{5,}\b
 _PATH = re.compile(
     r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b|\b[\w-]+\.(?:py|js|ts|tsx|rs|go|java|md|json|toml|ya?ml|txt|c|h|cpp|rb|sh|cfg|ini|html|css)\b"
 )
+_PATH_RUN = re.compile(r"[\w./-]*\.[A-Za-z][\w./-]*")
+"""Maximal runs of path characters holding a dot before a letter: a path match never crosses a
+run's ends (the characters around a run are non-word, as the ``\b`` in ``_PATH`` need), so
+``_PATH`` over the runs finds what it finds over the text, without trying every word."""
 _ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b(?::[^\n]{1,120})?")
-_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?![\w.])")
-_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{5,}\b")
+_NUMBER = re.compile(r"\d(?<![\w.]\d)\d{2,}(?:\.\d+)?(?![\w.])")
+_IDENT = re.compile(r"[A-Za-z_](?<!\w[A-Za-z_])[A-Za-z0-9_]{5,}\b")
 _STOP = frozenset(
     {
         "return",
@@ -39,18 +48,26 @@ _STOP = frozenset(
 
 
 def _is_identifier(word: str) -> bool:
+    """snake_case, a digit, or mixed case (an upper-case letter after the first). Words are
+    ASCII ``[A-Za-z0-9_]`` (see ``_IDENT``), so str methods stand in for per-character loops: this
+    runs on every word of every message and dominated replay time as a generator."""
     if word.lower() in _STOP:
         return False
-    has_mixed = any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
-    return "_" in word.strip("_") or any(c.isdigit() for c in word) or has_mixed
+    tail, letters_digits = word[1:], word.replace("_", "")
+    has_digit = bool(letters_digits) and not letters_digits.isalpha()
+    has_mixed = tail != tail.lower() and word != word.upper()
+    return "_" in word.strip("_") or has_digit or has_mixed
 
 
 def extract_facts(text: str) -> frozenset[str]:
     """Identifiers, paths, numbers and error strings in ``text``."""
-    facts: set[str] = set(_PATH.findall(text))
-    facts.update(m.strip() for m in _ERROR.findall(text))
+    facts: set[str] = set()
+    for run in _PATH_RUN.findall(text):
+        facts.update(_PATH.findall(run))
+    if "Error" in text or "Exception" in text:  # _ERROR needs one of them; skip the scan
+        facts.update(m.strip() for m in _ERROR.findall(text))
     facts.update(_NUMBER.findall(text))
-    facts.update(w for w in _IDENT.findall(text) if _is_identifier(w))
+    facts.update(w for w in set(_IDENT.findall(text)) if _is_identifier(w))
     return frozenset(facts)
 
 
@@ -79,6 +96,25 @@ class FactIndex:
             return True
         return any(fact in self.of(m) for m in reversed(messages))
 
+    def union(self, messages: Iterable[Message]) -> set[str]:
+        """Every fact the messages hold (a new set: callers may grow it as messages append)."""
+        out: set[str] = set()
+        for message in messages:
+            out |= self.of(message)
+        return out
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a conversation holds: the facts of its messages and its system text (a fact counts
+    as held by the system prompt when it occurs in it as a substring)."""
+
+    facts: AbstractSet[str]
+    system: str = ""
+
+    def __contains__(self, fact: object) -> bool:
+        return fact in self.facts or (isinstance(fact, str) and fact in self.system)
+
 
 @dataclass(frozen=True)
 class CallRecall:
@@ -93,14 +129,22 @@ def score_call(
     """Needed facts of one call (used by the response, present in the tape) and which survived."""
     if response is None:
         return CallRecall(0, 0, ())
-    system = _system_text(view)
-    wanted = sorted(index.of(response))
-    needed = [f for f in wanted if index.held(f, tape.messages, _system_text(tape))]
-    lost = tuple(f for f in needed if not index.held(f, view.messages, system))
+    tape_held = Held(index.union(tape.messages), system_text(tape))
+    view_held = Held(index.union(view.messages), system_text(view))
+    return score_facts(index.of(response), tape_held, view_held)
+
+
+def score_facts(wanted: Iterable[str], tape: Held, view: Held) -> CallRecall:
+    """The facts of ``wanted`` the tape held (needed), and those the view no longer held (lost).
+
+    Replay keeps :class:`Held` sets up to date as messages append, so scoring a call costs the
+    size of its response, not of the history."""
+    needed = sorted(f for f in wanted if f in tape)
+    lost = tuple(f for f in needed if f not in view)
     return CallRecall(len(needed), len(needed) - len(lost), lost)
 
 
-def _system_text(conversation: Conversation) -> str:
+def system_text(conversation: Conversation) -> str:
     return "\n".join(block_text(b) for b in conversation.system_blocks)
 
 
@@ -130,9 +174,12 @@ def summarise(calls: Iterable[CallRecall], max_examples: int = 12) -> RecallRepo
 __all__ = [
     "CallRecall",
     "FactIndex",
+    "Held",
     "RecallReport",
     "extract_facts",
     "message_text",
     "score_call",
+    "score_facts",
     "summarise",
+    "system_text",
 ]

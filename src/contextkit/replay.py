@@ -22,18 +22,27 @@ Contract:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from contextkit._replay_marks import place_marks
 from contextkit.accounting import Ledger, default_cache, price_session
 from contextkit.cache import AnthropicCache
-from contextkit.engine import place_breakpoints
 from contextkit.messages import Block, Conversation, Message
 from contextkit.pricing import ModelPrice
-from contextkit.recall import CallRecall, FactIndex, RecallReport, score_call, summarise
+from contextkit.recall import (
+    CallRecall,
+    FactIndex,
+    Held,
+    RecallReport,
+    score_facts,
+    summarise,
+    system_text,
+)
 from contextkit.reference import context_window
 from contextkit.session import Call, Session
 from contextkit.strategies.base import CallFacts, Receipt, Strategy
@@ -79,6 +88,10 @@ class Replay:
     rows: tuple[ReplayRow, ...]
     window: int
     notes: tuple[str, ...] = ()
+    views: tuple[Conversation, ...] = ()
+    """Each view the strategy returned, before breakpoints were placed."""
+    tapes: tuple[Conversation, ...] = ()
+    """The full history (tape) of each call's thread, before the strategy shaped it."""
 
     @property
     def cost_usd(self) -> float | None:
@@ -143,10 +156,16 @@ def _strip_block(block: Block) -> Block:
 
 @dataclass
 class _Thread:
+    raw: tuple[Message, ...]
+    """The messages of the recorded request this thread last made, as recorded."""
     sent: tuple[Message, ...]
-    """The messages of the recorded request this thread last made (marks stripped)."""
+    """The same messages with their marks stripped."""
     view: Conversation
     tape: Conversation
+    tape_facts: set[str] = field(default_factory=set)
+    """Recall facts the tape's messages hold, grown as messages append."""
+    view_facts: set[str] = field(default_factory=set)
+    """The same for the view, rebuilt when the strategy changes the view."""
 
 
 @dataclass
@@ -168,30 +187,41 @@ class _Walker:
         """The thread, the messages the recording appended since its last request, the head.
 
         What was appended is everything beyond the thread's previous request: the recorded
-        response (as the harness sent it back) and the new user content."""
-        messages = tuple(self.strip(m) for m in call.request.messages)
+        response (as the harness sent it back) and the new user content. A request that repeats
+        the thread's previous one (a retry) appends nothing."""
+        raw = call.request.messages
         head = call.request.model_copy(update={"messages": ()})
-        thread, shared = self._match(messages)
-        if thread is None and index in self.session.compactions and self.threads:
-            thread = self.threads[-1]
-            shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
-        if thread is None:
-            thread = _Thread(sent=(), view=head, tape=head)
-            self.threads.append(thread)
-            shared = 0
-        thread.sent = messages
+        thread = self._match(raw)
+        if thread is not None:
+            shared = len(thread.raw)
+            messages = (*thread.sent, *map(self.strip, raw[shared:]))
+        else:
+            messages = tuple(map(self.strip, raw))
+            if index in self.session.compactions and self.threads:
+                thread = self.threads[-1]
+                shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
+            else:
+                thread = _Thread(raw=(), sent=(), view=head, tape=head)
+                self.threads.append(thread)
+                shared = 0
+        thread.raw, thread.sent = raw, messages
         return thread, messages[shared:], head
 
-    def _match(self, messages: tuple[Message, ...]) -> tuple[_Thread | None, int]:
+    def _match(self, raw: tuple[Message, ...]) -> _Thread | None:
+        """The newest thread whose previous request ``raw`` continues (or repeats)."""
         for thread in reversed(self.threads):
-            n = len(thread.sent)
-            if n and len(messages) > n and _same(messages[:n], thread.sent):
-                return thread, n
-        return None, 0
+            n = len(thread.raw)
+            if n and len(raw) >= n and self._continues(raw[:n], thread):
+                return thread
+        return None
 
-
-def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
-    return all(x is y or x == y for x, y in zip(a, b, strict=True))
+    def _continues(self, prefix: tuple[Message, ...], thread: _Thread) -> bool:
+        # Identity first (C-level, readers share message objects between requests); a message
+        # that differs only by a moved cache mark compares equal once stripped.
+        if all(map(operator.is_, prefix, thread.raw)):
+            return True
+        pairs = zip(prefix, thread.raw, thread.sent, strict=True)
+        return all(a is b or self.strip(a) == s for a, b, s in pairs)
 
 
 def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
@@ -241,6 +271,7 @@ def replay(
     walker = _Walker(session)
     index = FactIndex()
     views: list[Conversation] = []
+    tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
     scores: list[CallRecall] = []
     for i, call in enumerate(session.calls):
@@ -256,20 +287,44 @@ def replay(
             call_index=i,
         )
         result = strategy(view, facts)
+        scores.append(_score(index, thread, new, view, result.view, call.response))
         thread.view = result.view
         views.append(result.view)
+        tapes.append(thread.tape)
         receipts.append(result.receipts)
-        scores.append(score_call(index, call.response, thread.tape, result.view))
     return _finish(
         session,
         name=name,
         views=views,
+        tapes=tapes,
         receipts=receipts,
         scores=scores,
         counter=counter,
         price=price,
         window=window,
     )
+
+
+def _score(
+    index: FactIndex,
+    thread: _Thread,
+    new: tuple[Message, ...],
+    view: Conversation,
+    shaped: Conversation,
+    response: Message | None,
+) -> CallRecall:
+    """Recall of one call. The held sets grow by what was appended and are rebuilt only when the
+    strategy changed the view, so scoring stays linear in the session (not quadratic)."""
+    added = index.union(new)
+    thread.tape_facts |= added
+    if shaped is view:
+        thread.view_facts |= added
+    else:
+        thread.view_facts = index.union(shaped.messages)
+    if response is None:
+        return CallRecall(0, 0, ())
+    tape = Held(thread.tape_facts, system_text(thread.tape))
+    return score_facts(index.of(response), tape, Held(thread.view_facts, system_text(shaped)))
 
 
 def replay_as_recorded(
@@ -295,6 +350,8 @@ def replay_as_recorded(
         rows=rows,
         window=window,
         notes=("the recording as it was: recorded requests and, where present, recorded usage",),
+        views=tuple(c.request for c in session.calls),
+        tapes=tuple(c.request for c in session.calls),
     )
 
 
@@ -313,6 +370,7 @@ def _finish(
     *,
     name: str,
     views: list[Conversation],
+    tapes: list[Conversation],
     receipts: list[tuple[Receipt, ...]],
     scores: list[CallRecall],
     counter: TokenCounter,
@@ -322,7 +380,7 @@ def _finish(
     recorded = [c.usage for c in session.calls]
     base_cache = default_cache(session, [u for u in recorded if u is not None] or None)
     ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
-    requests = _placed(views, ttl)
+    requests, marked_counter = place_marks(views, ttl, counter)
     replayed = session.model_copy(
         update={
             "calls": tuple(
@@ -332,7 +390,7 @@ def _finish(
         }
     )
     cache = base_cache.model_copy(update={"placement": "as-sent"}) if ttl else base_cache
-    ledger = price_session(replayed, counter, price, cache=cache, output="recorded")
+    ledger = price_session(replayed, marked_counter, price, cache=cache, output="recorded")
     rows = _rows(session, ledger, receipts, scores, window)
     return Replay(
         session=session,
@@ -343,19 +401,9 @@ def _finish(
         recall=summarise(scores),
         rows=rows,
         window=window,
+        views=tuple(views),
+        tapes=tuple(tapes),
     )
-
-
-def _placed(views: Sequence[Conversation], ttl: int | None) -> list[Conversation]:
-    """Breakpoints as the engine places them; the previous request's end where still held."""
-    if ttl is None:
-        return list(views)
-    out: list[Conversation] = []
-    previous: Message | None = None
-    for view in views:
-        out.append(place_breakpoints(view, previous, ttl_s=ttl))
-        previous = view.messages[-1] if view.messages else None
-    return out
 
 
 def _rows(

@@ -1,0 +1,183 @@
+"""Cache breakpoints on replayed views, placed the way the engine places them, at linear cost.
+
+Contract: :func:`place_marks` returns each view with ``cache_control`` breakpoints exactly where
+``engine.place_breakpoints`` puts them (the recording's TTL on every mark), plus a counter that
+counts a marked copy as its unmarked original.
+
+Why a module of its own: ``place_breakpoints`` builds fresh objects for the marked tools, system
+block and messages at every call, and counters and the cache simulator memoise by object. Left
+alone, a replay would tokenise the newest message again as a marked copy and again as the
+previous request's end, and the tool list at every call. Here one marked copy per original part
+is made and handed out again at every call that marks it the same way, and
+:class:`UnmarkedCounter` counts copies through their originals (a mark adds no tokens), so a
+replay tokenises about the unique text once.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+from typing import Any
+
+from contextkit.cache import TTL_1H_S
+from contextkit.engine import place_breakpoints
+from contextkit.messages import Block, Conversation, Message, Tool
+from contextkit.tokens import TokenCounter
+
+
+@dataclass
+class _Twins:
+    """One marked copy per original part, and the way back from a copy to its original."""
+
+    one_hour: bool = False
+    _copies: dict[int, tuple[object, Any, Any]] = field(default_factory=dict)
+    """id(original) -> (original, the engine's marked copy, the copy handed out)."""
+    originals: dict[int, tuple[object, Any]] = field(default_factory=dict)
+    """id(copy handed out) -> (that copy, its original), for blocks, tools and messages."""
+    _marks: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    _last: tuple[tuple[Message, ...], int] = ((), 0)
+    """The previous view's messages and the breakpoints they carry."""
+
+    def _message_marks(self, message: Message) -> int:
+        hit = self._marks.get(id(message))
+        if hit is None or hit[0] is not message:
+            found = 0 if isinstance(message.content, str) else sum(map(_marked, message.content))
+            hit = self._marks[id(message)] = (message, found)
+        return hit[1]
+
+    def existing(self, view: Conversation) -> int:
+        """Breakpoints the view already carries (as ``engine.count_breakpoints`` counts them),
+        counted over what was appended since the previous view: counting every message at every
+        call would make placement quadratic in the session."""
+        found = (
+            _marked(view) + sum(map(_marked, view.tools)) + sum(map(_marked, view.system_blocks))
+        )
+        before, count = self._last
+        messages = view.messages
+        n = len(before)
+        if n <= len(messages) and all(map(operator.is_, messages[:n], before)):
+            count += sum(map(self._message_marks, messages[n:]))
+        else:
+            count = sum(map(self._message_marks, messages))
+        self._last = (messages, count)
+        return found + count
+
+    def same(self, original: Any, marked: Any) -> Any:
+        if marked is original:
+            return marked
+        hit = self._copies.get(id(original))
+        if hit is not None and hit[0] is original and hit[1] == marked:
+            return hit[2]
+        copy = _retimed(marked, self.one_hour)
+        self._copies[id(original)] = (original, marked, copy)
+        self._remember(original, copy)
+        return copy
+
+    def _remember(self, original: Any, copy: Any) -> None:
+        if isinstance(copy, Message) and isinstance(original, Message):
+            self.originals[id(copy)] = (copy, original)
+            pairs: Sequence[tuple[Any, Any]] = list(zip(original.blocks, copy.blocks, strict=True))
+        elif isinstance(copy, tuple) and isinstance(original, tuple):
+            pairs = list(zip(original, copy, strict=True))
+        else:
+            return  # a string system prompt became a block: counted once, as that copy is reused
+        for a, b in pairs:
+            if a is not b:
+                self.originals[id(b)] = (b, a)
+
+    def reuse(self, view: Conversation, placed: Conversation) -> Conversation:
+        if placed is view:
+            return view
+        messages = list(placed.messages)
+        changed = compress(range(len(messages)), map(operator.is_not, view.messages, messages))
+        for i in changed:
+            messages[i] = self.same(view.messages[i], messages[i])
+        # Only the fields placement changed: ``model_copy`` marks what it updates as set, and
+        # ``to_payload`` would then write fields the request never had (``"tools": []``).
+        update: dict[str, Any] = {"messages": tuple(messages)}
+        if placed.tools is not view.tools:
+            update["tools"] = self.same(view.tools, placed.tools)
+        if placed.system is not view.system:
+            update["system"] = self.same(view.system, placed.system)
+        return placed.model_copy(update=update)
+
+
+def _marked(part: Block | Tool | Conversation) -> bool:
+    return (part.model_extra or {}).get("cache_control") is not None
+
+
+def _retimed(value: Any, one_hour: bool) -> Any:
+    """``value`` (a message, or the tools / system blocks) with its marks at 1 hour if asked."""
+    if not one_hour:
+        return value
+    if isinstance(value, Message):
+        if isinstance(value.content, str):
+            return value
+        blocks = tuple(_retimed_part(b) for b in value.content)
+        same = all(a is b for a, b in zip(blocks, value.content, strict=True))
+        return value if same else value.model_copy(update={"content": blocks})
+    if isinstance(value, tuple):
+        return tuple(_retimed_part(p) for p in value)
+    return value
+
+
+def _retimed_part(part: Any) -> Any:
+    mark = (part.model_extra or {}).get("cache_control")
+    if not isinstance(mark, dict) or mark.get("ttl"):
+        return part
+    return part.model_copy(update={"cache_control": {**mark, "ttl": "1h"}})
+
+
+@dataclass(frozen=True)
+class UnmarkedCounter:
+    """A :class:`TokenCounter` that counts a marked copy made here as its original."""
+
+    inner: TokenCounter
+    originals: dict[int, tuple[object, Any]]
+
+    def _original(self, value: Any) -> Any:
+        hit = self.originals.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else value
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def count_text(self, text: str) -> int:
+        return self.inner.count_text(text)
+
+    def count_block(self, block: Block) -> int:
+        return self.inner.count_block(self._original(block))
+
+    def count_message(self, message: Message) -> int:
+        return self.inner.count_message(self._original(message))
+
+    def count_tool(self, tool: Tool) -> int:
+        return self.inner.count_tool(self._original(tool))
+
+    def count_conversation(self, conversation: Conversation) -> int:
+        return self.inner.count_conversation(conversation)
+
+
+def place_marks(
+    views: Sequence[Conversation], ttl_s: int | None, counter: TokenCounter
+) -> tuple[list[Conversation], TokenCounter]:
+    """The views with breakpoints (the previous request's end where still held), and the counter
+    to price them with. The engine marks with the default 5-minute TTL; a recording that wrote
+    1-hour entries gets 1-hour marks, or every pause over five minutes would count as a miss.
+    ``ttl_s=None`` (a provider without breakpoints) leaves the views as they are."""
+    if ttl_s is None:
+        return list(views), counter
+    twins = _Twins(one_hour=ttl_s >= TTL_1H_S)
+    out: list[Conversation] = []
+    previous: Message | None = None
+    for view in views:
+        placed = place_breakpoints(view, previous, existing=twins.existing(view))
+        out.append(twins.reuse(view, placed))
+        previous = view.messages[-1] if view.messages else None
+    return out, UnmarkedCounter(counter, twins.originals)
+
+
+__all__ = ["UnmarkedCounter", "place_marks"]

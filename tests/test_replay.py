@@ -1,0 +1,461 @@
+"""Replay and compare on hand-built sessions: the view walk, the baselines, recall, the CLI.
+
+Every session here is built in the test, so each expected figure can be worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from contextkit.cli import app
+from contextkit.compare import compare, compare_file, find_session_files, run_strategy
+from contextkit.formats import load
+from contextkit.formats.anthropic import to_anthropic_request
+from contextkit.invariants import validate
+from contextkit.messages import Conversation, Message, ToolResultBlock, to_payload
+from contextkit.pricing import ModelPrice
+from contextkit.replay import AS_RECORDED, replay, replay_as_recorded
+from contextkit.session import Call, Session, Usage
+from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
+from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies.eviction import PLACEHOLDER_PREFIX, EvictToolResults
+from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
+
+PRICE = ModelPrice(
+    model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
+)
+MODEL = "claude-sonnet-4-5-20250929"
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+SUMMARY_KEYS = {
+    "input_tokens",
+    "cache_read",
+    "cache_write",
+    "output",
+    "cost_usd",
+    "peak_context_tokens",
+    "compactions",
+    "overflow_calls",
+    "recall",
+}
+
+
+# --- building sessions -------------------------------------------------------------------------
+
+
+def _call(
+    messages: Sequence[Message],
+    response: Message,
+    i: int,
+    usage: Usage | None = None,
+    system: str | None = "You are a test agent.",
+) -> Call:
+    return Call(
+        request=conversation(*messages, system=system, model=MODEL),
+        response=response,
+        usage=usage,
+        model=MODEL,
+        timestamp=START + timedelta(seconds=10 * i),
+        stop_reason="tool_use" if any(response.tool_uses()) else "end_turn",
+    )
+
+
+def _session(calls: Sequence[Call], compactions: tuple[int, ...] = ()) -> Session:
+    return Session(path="hand-built", format="test", calls=tuple(calls), compactions=compactions)
+
+
+def _agent_loop(turns: int = 4, result_chars: int = 400) -> list[Call]:
+    """A task worked through with tools: call k sends everything before plus one result."""
+    history: list[Message] = [user("Fix the failing test in orders/service.py")]
+    calls = []
+    for i in range(turns):
+        body = f"def compute_total_{i}(): return {4700 + i}\n" + "x" * result_chars
+        response = assistant(f"Step {i}: reading", tool_uses=[tool_use(f"t{i}", "Read")])
+        calls.append(_call(history, response, i))
+        history = [*history, response, user(tool_result(f"t{i}", body))]
+    final = assistant("compute_total_0 returns 4700 and compute_total_1 returns 4701")
+    calls.append(_call(history, final, turns))
+    return calls
+
+
+@dataclass
+class Recorder:
+    """Wraps a strategy and keeps every view it was given (the replay's input views)."""
+
+    inner: Strategy
+    given: list[Conversation] = field(default_factory=list)
+
+    def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
+        self.given.append(view)
+        return self.inner(view, facts)
+
+
+def _keep(view: Conversation, facts: CallFacts, /) -> Compacted:
+    return Compacted(view=view)
+
+
+def _evict_old_results(view: Conversation, facts: CallFacts, /) -> Compacted:
+    """Replace the content of every tool result but those in the last message."""
+    messages = list(view.messages)
+    receipts = []
+    for i, message in enumerate(messages[:-1]):
+        if any(message.tool_results()):
+            blocks = tuple(
+                ToolResultBlock(tool_use_id=b.tool_use_id, content="[evicted]")
+                if isinstance(b, ToolResultBlock) and b.content != "[evicted]"
+                else b
+                for b in message.blocks
+            )
+            if blocks != message.blocks:
+                messages[i] = message.model_copy(update={"content": blocks})
+                receipts.append(Receipt(strategy="test", action="evicted", message_index=i))
+    if not receipts:
+        return Compacted(view=view)
+    return Compacted(view=view.with_messages(messages), receipts=tuple(receipts))
+
+
+def _texts(messages: Sequence[Message]) -> list[str]:
+    return [json.dumps(to_payload(m), sort_keys=True) for m in messages]
+
+
+def _unmarked(value: Any) -> Any:
+    """A payload without ``cache_control`` anywhere (placement is the replay's own)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def _wire(request: Conversation) -> Any:
+    """The request as the provider reads it: no marks, string content as one text block."""
+    payload = _unmarked(to_payload(request))
+    if isinstance(payload.get("system"), str):
+        payload["system"] = [{"type": "text", "text": payload["system"]}]
+    for message in payload.get("messages", []):
+        if isinstance(message["content"], str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+    return payload
+
+
+# --- the view walk -----------------------------------------------------------------------------
+
+
+def test_appended_messages_are_the_request_beyond_the_previous_one() -> None:
+    session = _session(_agent_loop())
+    recorder = Recorder(_evict_old_results)
+    replay(session, recorder, counter=FixedCounter(), price=PRICE)
+    views = recorder.given
+    assert len(views) == len(session.calls)
+    for k in range(1, len(session.calls)):
+        previous = session.calls[k - 1].request.messages
+        recorded = session.calls[k].request.messages
+        appended = recorded[len(previous) :]
+        # The input view is the previous *output* view plus what the recording appended.
+        shaped = _evict_old_results(views[k - 1], CallFacts()).view
+        assert _texts(views[k].messages) == _texts([*shaped.messages, *appended])
+    # Path dependence: the result evicted at call 2 stays evicted in the later views.
+    assert "[evicted]" in json.dumps(to_payload(views[-1]))
+
+
+def test_a_harness_compaction_does_not_feed_its_summary_back() -> None:
+    u1, u2, u3, u4 = user("task one"), user("more"), user("after compaction"), user("next")
+    a1, a2, a3 = assistant("ok one"), assistant("ok two"), assistant("ok three")
+    summary = user("This session is being continued from a previous conversation. Summary: ...")
+    calls = [
+        _call([u1], a1, 0),
+        _call([u1, a1, u2], a2, 1),
+        _call([summary, u3], a3, 2),  # the harness compacted its own history here
+        _call([summary, u3, a3, u4], assistant("done"), 3),
+    ]
+    recorder = Recorder(_keep)
+    result = replay(_session(calls, compactions=(2,)), recorder, counter=FixedCounter())
+    views = recorder.given
+    assert _texts(views[2].messages) == _texts([u1, a1, u2, u3])
+    assert _texts(views[3].messages) == _texts([u1, a1, u2, u3, a3, u4])
+    assert all("continued from a previous" not in json.dumps(to_payload(v)) for v in views)
+    assert len(result.requests) == 4
+
+
+def test_side_threads_are_kept_apart() -> None:
+    u1, u2, u3 = user("task"), user("go on"), user("and finish")
+    a1, a2 = assistant("first"), assistant("second")
+    title = user("Write a 5-word title for: task")
+    calls = [
+        _call([u1], a1, 0),
+        _call([u1, a1, u2], a2, 1),
+        _call([title], assistant("Fixing the task"), 2, system="You write titles."),
+        _call([u1, a1, u2, a2, u3], assistant("done"), 3),
+    ]
+    recorder = Recorder(_keep)
+    replay(_session(calls), recorder, counter=FixedCounter())
+    views = recorder.given
+    assert _texts(views[2].messages) == _texts([title])
+    assert views[2].system == "You write titles."
+    assert _texts(views[3].messages) == _texts([u1, a1, u2, a2, u3])
+    assert views[3].system == "You are a test agent."
+
+
+def test_a_retry_repeating_the_previous_request_appends_nothing() -> None:
+    u1, a1, u2 = user("task"), assistant("first"), user("go on")
+    calls = [_call([u1], a1, 0), _call([u1, a1, u2], assistant("x"), 1)]
+    calls.append(_call([u1, a1, u2], assistant("retried"), 2))
+    recorder = Recorder(_keep)
+    result = replay(_session(calls), recorder, counter=FixedCounter())
+    assert _texts(recorder.given[2].messages) == _texts([u1, a1, u2])
+    assert len(result.rows) == 3
+
+
+# --- baselines ---------------------------------------------------------------------------------
+
+
+def test_none_equals_the_tape() -> None:
+    session = _session(_agent_loop())
+    recorder = Recorder(strategy_from_spec("none"))
+    result = replay(session, recorder, name="none", counter=FixedCounter())
+    for call, view, request in zip(session.calls, recorder.given, result.requests, strict=True):
+        assert to_payload(view) == to_payload(call.request)
+        assert _wire(request) == _wire(call.request)
+        assert set(to_payload(request)) == set(to_payload(call.request))
+    assert result.recall.recall == 1.0
+    assert result.summary()["compactions"] == 0
+
+
+def test_overflow_is_flagged_over_the_window() -> None:
+    session = _session(_agent_loop(turns=6, result_chars=2000))
+    counter = FixedCounter()
+    window = counter.count_conversation(session.calls[3].request)
+    result = replay(session, strategy_from_spec("none"), counter=counter, window=window)
+    flags = [r.overflow for r in result.rows]
+    sizes = [r.context_tokens for r in result.rows]
+    assert flags == [size > window for size in sizes]
+    assert flags[:4] == [False] * 4
+    assert flags[4:] == [True] * 3
+    assert result.summary()["overflow_calls"] == 3
+
+
+def test_as_recorded_reproduces_the_recorded_bill() -> None:
+    usages = [
+        Usage(input_tokens=12, cache_write_5m=900, cache_read=0, output_tokens=40),
+        Usage(input_tokens=3, cache_write_5m=150, cache_read=900, output_tokens=55),
+        Usage(input_tokens=3, cache_write_1h=200, cache_read=1050, output_tokens=20),
+        Usage(input_tokens=5, cache_write_5m=120, cache_read=1250, output_tokens=70),
+        Usage(input_tokens=9, cache_write_5m=0, cache_read=1370, output_tokens=31),
+    ]
+    calls = [c.model_copy(update={"usage": u}) for c, u in zip(_agent_loop(), usages, strict=True)]
+    result = replay_as_recorded(_session(calls), counter=FixedCounter(), price=PRICE)
+    summary = result.summary()
+    assert summary["cost_usd"] == pytest.approx(sum(PRICE.cost(u) for u in usages), abs=1e-12)
+    assert summary["input_tokens"] == sum(u.input_tokens for u in usages)
+    assert summary["cache_read"] == sum(u.cache_read for u in usages)
+    assert summary["cache_write"] == sum(u.cache_write for u in usages)
+    assert summary["output"] == sum(u.output_tokens for u in usages)
+    assert result.recorded_cost_usd == pytest.approx(summary["cost_usd"])
+
+
+def test_recall_drops_when_a_strategy_evicts_what_the_next_response_quotes() -> None:
+    session = _session(_agent_loop())
+    kept = replay(session, _keep, counter=FixedCounter(), price=PRICE)
+    evicted = replay(session, _evict_old_results, counter=FixedCounter(), price=PRICE)
+    assert kept.recall.recall == 1.0
+    assert kept.recall.needed > 0
+    assert evicted.recall.needed == kept.recall.needed
+    assert evicted.recall.recall < 1.0
+    lost = {fact for _, fact in evicted.recall.examples}
+    assert {"compute_total_0", "4700"} <= lost
+    assert evicted.rows[-1].kept < evicted.rows[-1].needed
+
+
+def test_tool_result_eviction_loses_recall_on_a_long_loop() -> None:
+    session = _session(_agent_loop(turns=8, result_chars=3000))
+    evict = EvictToolResults(keep_last=1, min_freed_tokens=0)
+    result = replay(session, evict, counter=FixedCounter(), price=PRICE)
+    assert result.summary()["compactions"] > 0
+    assert result.recall.recall < 1.0
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def _write_pairs(path: Path, calls: Sequence[Call]) -> Path:
+    """An ``anthropic`` request/response JSONL file of the calls (usage included when set)."""
+    lines = []
+    for call in calls:
+        assert call.response is not None
+        usage = call.usage or Usage(input_tokens=10, output_tokens=5)
+        response = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL,
+            "content": to_payload(call.response)["content"]
+            if not isinstance(call.response.content, str)
+            else [{"type": "text", "text": call.response.content}],
+            "stop_reason": call.stop_reason,
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "cache_creation_input_tokens": usage.cache_write,
+                "cache_read_input_tokens": usage.cache_read,
+                "output_tokens": usage.output_tokens,
+            },
+        }
+        request = {"max_tokens": 1024, **to_anthropic_request(call.request)}
+        lines.append(json.dumps({"request": request, "response": response}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def session_file(tmp_path: Path) -> Path:
+    return _write_pairs(tmp_path / "loop.jsonl", _agent_loop(turns=5, result_chars=1500))
+
+
+def _run(*args: str) -> Any:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_replay_json_shape(session_file: Path) -> None:
+    out = json.loads(_run("replay", str(session_file), "-s", "sliding-window", "--json").stdout)
+    assert {"path", "strategy", "model", "calls", "summary", "recorded_cost_usd", "rows"} <= set(
+        out
+    )
+    assert set(out["summary"]) == SUMMARY_KEYS
+    assert out["path"] == str(session_file)
+    assert out["strategy"] == "sliding-window"
+    assert out["model"] == MODEL
+    assert out["calls"] == 6
+    assert len(out["rows"]) == 6
+    assert out["rows"][0]["call"] == 0
+    assert isinstance(out["recorded_cost_usd"], float)
+
+
+def test_replay_as_recorded_json_is_the_recorded_bill(session_file: Path) -> None:
+    out = json.loads(_run("replay", str(session_file), "-s", AS_RECORDED, "--json").stdout)
+    assert out["summary"]["cost_usd"] == pytest.approx(out["recorded_cost_usd"])
+    assert out["summary"]["input_tokens"] == 60  # 6 calls x 10 recorded uncached tokens
+
+
+def test_compare_json_shape(session_file: Path, tmp_path: Path) -> None:
+    other = _write_pairs(tmp_path / "short.jsonl", _agent_loop(turns=2))
+    (tmp_path / "notes.txt").write_text("not a session", encoding="utf-8")
+    out = json.loads(
+        _run("compare", str(tmp_path), "-s", "none", "-s", AS_RECORDED, "--json").stdout
+    )
+    assert set(out) >= {"results"}
+    rows = out["results"]
+    assert len(rows) == 4
+    assert {(Path(r["path"]).name, r["strategy"]) for r in rows} == {
+        (f.name, s) for f in (session_file, other) for s in ("none", AS_RECORDED)
+    }
+    for row in rows:
+        assert set(row["summary"]) == SUMMARY_KEYS
+        assert row["calls"] in (3, 6)
+
+
+def test_dump_requests_validate_and_load_back(session_file: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "dump.jsonl"
+    spec = tmp_path / "evict.json"
+    config = {"kind": "evict-tool-results", "keep_last": 1, "min_freed_tokens": 0}
+    spec.write_text(json.dumps(config), encoding="utf-8")
+    _run("replay", str(session_file), "-s", str(spec), "--dump-requests", str(dump))
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 6
+    loaded = load(dump)
+    assert loaded.format == "anthropic"
+    requests = [c.request for c in loaded.sessions[0].calls]
+    assert len(requests) == 6
+    for request in requests:
+        assert validate(request) == ()
+    assert PLACEHOLDER_PREFIX in json.loads(lines[-1])["messages"][2]["content"][0]["content"]
+
+
+def test_plot_writes_a_png(session_file: Path, tmp_path: Path) -> None:
+    png = tmp_path / "plots" / "replay.png"
+    _run("replay", str(session_file), "-s", "summary", "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    compare_png = tmp_path / "compare.png"
+    _run("compare", str(session_file), "--plot", str(compare_png))
+    assert compare_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed entry point in a subprocess: exit codes and stderr as a user sees them."""
+    code = "from contextkit.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("replay", "/no/such/session.jsonl"),
+        ("compare", "/no/such/folder"),
+        ("replay", "{bad}", "--strategy", "no-such-strategy"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(args: tuple[str, ...], session_file: Path) -> None:
+    args = tuple(str(session_file) if a == "{bad}" else a for a in args)
+    done = _cli(*args)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "error" in done.stderr.lower()
+    assert args[1] in done.stderr or "no-such-strategy" in done.stderr
+
+
+def test_a_file_no_reader_takes_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"request": {"messages": "oops"}}\n{not json\n', encoding="utf-8")
+    done = _cli("replay", str(bad))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert str(bad) in done.stderr
+
+
+# --- the library side of compare -----------------------------------------------------------------
+
+
+def test_compare_runs_in_processes_like_in_one(session_file: Path, tmp_path: Path) -> None:
+    other = _write_pairs(tmp_path / "short.jsonl", _agent_loop(turns=2))
+    specs = ("none", "summary", AS_RECORDED)
+    serial = compare([session_file, other], specs, jobs=1)
+    parallel = compare([session_file, other], specs, jobs=2)
+    assert [r.results for r in serial] == [r.results for r in parallel]
+    assert [r.path for r in serial] == [str(session_file), str(other)]
+
+
+def test_find_session_files_lists_what_it_skips(tmp_path: Path) -> None:
+    _write_pairs(tmp_path / "a.jsonl", _agent_loop(turns=1))
+    (tmp_path / "b.json").write_text('{"hello": 1}', encoding="utf-8")
+    found = find_session_files([tmp_path])
+    assert [p.name for p in found.files] == ["a.jsonl"]
+    assert [Path(p).name for p, _ in found.skipped] == ["b.json"]
+
+
+def test_compare_file_reports_an_unreadable_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"request": {"messages": [{"role": "user"}]}, "response": null}\n')
+    result = compare_file(str(bad), ("none",))
+    assert result.error is not None
+    assert result.results == ()
+
+
+def test_run_strategy_names_the_replay() -> None:
+    session = _session(_agent_loop(turns=2))
+    assert run_strategy(session, "none").strategy == "none"
+    assert run_strategy(session, AS_RECORDED).strategy == AS_RECORDED
