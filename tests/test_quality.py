@@ -1,4 +1,4 @@
-"""Lint, format and types are part of the tests: ruff and mypy --strict over src, tests, benchmarks."""
+"""Lint, format and types are tests too: ruff and mypy --strict over src, tests, benchmarks."""
 
 from __future__ import annotations
 

@@ -18,13 +18,12 @@ results in the user role. Other wire formats convert to and from it (``contextki
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, Union
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
-    Field,
     Tag,
     TypeAdapter,
     field_validator,
@@ -175,14 +174,12 @@ _KNOWN_TYPES: dict[str, str] = {
     "server_tool_use": "server_tool_use",
     "mcp_tool_use": "server_tool_use",
     "compaction": "compaction",
-    **{t: "server_tool_result" for t in SERVER_TOOL_RESULT_TYPES},
+    **dict.fromkeys(SERVER_TOOL_RESULT_TYPES, "server_tool_result"),
 }
 
 
 def _block_tag(value: object) -> str:
-    block_type = (
-        value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    )
+    block_type = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
     if isinstance(value, BaseModel) and type(value) is OpaqueBlock:
         return "opaque"
     if not isinstance(block_type, str):
@@ -191,19 +188,17 @@ def _block_tag(value: object) -> str:
 
 
 Block = Annotated[
-    Union[
-        Annotated[TextBlock, Tag("text")],
-        Annotated[ImageBlock, Tag("image")],
-        Annotated[DocumentBlock, Tag("document")],
-        Annotated[ToolUseBlock, Tag("tool_use")],
-        Annotated[ToolResultBlock, Tag("tool_result")],
-        Annotated[ThinkingBlock, Tag("thinking")],
-        Annotated[RedactedThinkingBlock, Tag("redacted_thinking")],
-        Annotated[ServerToolUseBlock, Tag("server_tool_use")],
-        Annotated[ServerToolResultBlock, Tag("server_tool_result")],
-        Annotated[CompactionBlock, Tag("compaction")],
-        Annotated[OpaqueBlock, Tag("opaque")],
-    ],
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[DocumentBlock, Tag("document")]
+    | Annotated[ToolUseBlock, Tag("tool_use")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[RedactedThinkingBlock, Tag("redacted_thinking")]
+    | Annotated[ServerToolUseBlock, Tag("server_tool_use")]
+    | Annotated[ServerToolResultBlock, Tag("server_tool_result")]
+    | Annotated[CompactionBlock, Tag("compaction")]
+    | Annotated[OpaqueBlock, Tag("opaque")],
     Discriminator(_block_tag),
 ]
 
@@ -285,7 +280,8 @@ class Conversation(Frozen):
         return self.model_copy(update={"messages": (*self.messages, *messages)})
 
 
-BLOCK_ADAPTER: TypeAdapter[Block] = TypeAdapter(Block)
+# cast: mypy does not see an Annotated union as a type form TypeAdapter accepts.
+BLOCK_ADAPTER: TypeAdapter[Block] = TypeAdapter(cast("type[Block]", Block))
 BLOCKS_ADAPTER: TypeAdapter[tuple[Block, ...]] = TypeAdapter(tuple[Block, ...])
 
 

@@ -123,7 +123,7 @@ class Session(Record):
         return max(set(named), key=named.count) if named else None
 
     def user_turns(self) -> tuple[tuple[int, ...], ...]:
-        """Call indices grouped into user turns: a turn ends on a stop reason other than tool use."""
+        """Call indices grouped into user turns (a turn ends on a stop reason but tool use)."""
         turns: list[tuple[int, ...]] = []
         current: list[int] = []
         for i, call in enumerate(self.calls):

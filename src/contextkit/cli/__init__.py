@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import sys
 
+# Command modules register themselves on ``app`` when imported: one import per command module.
+from contextkit.cli import convert as _convert  # noqa: F401  (registers commands)
+from contextkit.cli import cost as _cost  # noqa: F401  (registers commands)
+from contextkit.cli import demo as _demo  # noqa: F401  (registers commands)
+from contextkit.cli import inspect as _inspect  # noqa: F401  (registers commands)
+from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
+from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
 from contextkit.cli._app import app, console_error
 from contextkit.errors import ContextkitError
-
-# Command modules register on import. Keep one line per module.
-from contextkit.cli import validate as _validate  # noqa: E402, F401  (registers commands)
-from contextkit.cli import cost as _cost  # noqa: E402, F401  (registers commands)
-from contextkit.cli import replay as _replay  # noqa: E402, F401  (registers commands)
-from contextkit.cli import demo as _demo  # noqa: E402, F401  (registers commands)
-from contextkit.cli import convert as _convert  # noqa: E402, F401  (registers commands)
-from contextkit.cli import inspect as _inspect  # noqa: E402, F401  (registers commands)
 
 
 def main() -> None:
