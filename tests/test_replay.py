@@ -459,3 +459,13 @@ def test_run_strategy_names_the_replay() -> None:
     session = _session(_agent_loop(turns=2))
     assert run_strategy(session, "none").strategy == "none"
     assert run_strategy(session, AS_RECORDED).strategy == AS_RECORDED
+
+
+def test_compare_markdown_table(session_file: Path, tmp_path: Path) -> None:
+    _write_pairs(tmp_path / "short.jsonl", _agent_loop(turns=2))
+    out = _run("compare", str(tmp_path), "-s", AS_RECORDED, "-s", "none", "--markdown").stdout
+    lines = out.splitlines()
+    assert lines[0] == "| session | calls | as-recorded | none |"
+    assert lines[1] == "|---|---|---|---|"
+    assert sorted(line.split(" | ")[0] for line in lines[2:]) == ["| loop.jsonl", "| short.jsonl"]
+    assert all(line.count("$") == 2 and line.endswith("1.00 |") for line in lines[2:])

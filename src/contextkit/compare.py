@@ -137,4 +137,38 @@ def _map(
         )
 
 
-__all__ = ["FileResult", "Found", "compare", "compare_file", "find_session_files", "run_strategy"]
+def _cell(summary: dict[str, Any]) -> str:
+    cost = summary["cost_usd"]
+    text = "unknown" if cost is None else f"${cost:,.4f}"
+    text += f" / {summary['recall']:.2f}"
+    return text + (f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else "")
+
+
+def markdown_table(results: Sequence[dict[str, Any]], root: str | Path | None = None) -> str:
+    """One row per session, one column per strategy: ``$cost / recall`` (and overflowing calls).
+
+    ``results`` are :func:`compare_file` summaries; paths are shown relative to ``root``."""
+    strategies = list(dict.fromkeys(r["strategy"] for r in results))
+    rows: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for r in results:
+        path = str(Path(r["path"]).relative_to(root)) if root else r["path"]
+        key = (path, r.get("session_id"))
+        rows.setdefault(key, {"calls": r["calls"]})[r["strategy"]] = r["summary"]
+    head = ["session", "calls", *strategies]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (path, session_id), row in rows.items():
+        name = path if session_id is None else f"{path} `{session_id[:8]}`"
+        cells = [_cell(row[s]) if s in row else "" for s in strategies]
+        lines.append("| " + " | ".join([name, str(row["calls"]), *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "FileResult",
+    "Found",
+    "compare",
+    "compare_file",
+    "find_session_files",
+    "markdown_table",
+    "run_strategy",
+]

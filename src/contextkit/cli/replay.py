@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from contextkit.cli._app import app, console, err_console, print_json
-from contextkit.compare import compare, find_session_files, run_strategy
+from contextkit.compare import compare, find_session_files, markdown_table, run_strategy
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.formats.anthropic import write_requests_jsonl
@@ -115,6 +116,9 @@ def compare_command(
         typer.Option("--strategy", "-s", help="Repeatable; default: as-recorded and every preset."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
+    ] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = 1,
     lenient: Annotated[
@@ -124,7 +128,7 @@ def compare_command(
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
     found = find_session_files(paths)
-    with Progress(console=err_console, transient=True, disable=as_json) as progress:
+    with Progress(console=err_console, transient=True, disable=as_json or markdown) as progress:
         task = progress.add_task("replaying", total=len(found.files))
         results = compare(
             found.files, specs, jobs=jobs, lenient=lenient, on_done=lambda _: progress.advance(task)
@@ -137,6 +141,9 @@ def compare_command(
         plot_cost_recall(rows, plot)
     if as_json:
         print_json({"results": rows, "errors": errors, "skipped": [list(s) for s in found.skipped]})
+    elif markdown:
+        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+        sys.stdout.write(markdown_table(rows, root))
     else:
         _print_compare(rows, errors, found.skipped)
     if errors:
