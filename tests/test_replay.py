@@ -18,7 +18,13 @@ import pytest
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.compare import compare, compare_file, find_session_files, run_strategy
+from contextkit.compare import (
+    compare,
+    compare_file,
+    find_session_files,
+    run_strategy,
+    with_default_model,
+)
 from contextkit.formats import load
 from contextkit.formats.anthropic import to_anthropic_request
 from contextkit.invariants import validate
@@ -469,3 +475,16 @@ def test_compare_markdown_table(session_file: Path, tmp_path: Path) -> None:
     assert lines[1] == "|---|---|---|---|"
     assert sorted(line.split(" | ")[0] for line in lines[2:]) == ["| loop.jsonl", "| short.jsonl"]
     assert all(line.count("$") == 2 and line.endswith("1.00 |") for line in lines[2:])
+
+
+def test_default_model_fills_only_calls_that_name_none() -> None:
+    ask = Conversation(messages=(Message(role="user", content="hi"),))
+    named = Call(request=ask, model="claude-sonnet-4-5")
+    nameless = Call(request=ask)
+    session = Session(path="x", format="tau-bench", calls=(named, nameless))
+    filled = with_default_model(session, "gpt-4o")
+    assert [c.model for c in filled.calls] == ["claude-sonnet-4-5", "gpt-4o"]
+    assert filled.calls[0] is named
+    assert with_default_model(session, None) is session
+    complete = Session(path="x", format="claude-code", calls=(named,))
+    assert with_default_model(complete, "gpt-4o") is complete

@@ -66,6 +66,18 @@ def find_session_files(paths: Sequence[str | Path]) -> Found:
     return Found(tuple(files), tuple(skipped))
 
 
+def with_default_model(session: Session, model: str | None) -> Session:
+    """The session with ``model`` filled in for calls whose file names none (tau-bench results,
+    some SWE-agent trajectories): then they can be counted and priced. Named models stay."""
+    if model is None or all(c.model or c.request.model for c in session.calls):
+        return session
+    calls = tuple(
+        c if (c.model or c.request.model) else c.model_copy(update={"model": model})
+        for c in session.calls
+    )
+    return session.model_copy(update={"calls": calls})
+
+
 def run_strategy(session: Session, spec: str, **options: Any) -> Replay:
     """Replay one session under a preset / file / inline spec, or ``as-recorded``."""
     if spec == AS_RECORDED:
@@ -83,17 +95,21 @@ class FileResult:
     skipped_lines: int = 0
 
 
-def compare_file(path: str, specs: Sequence[str], lenient: bool = False) -> FileResult:
-    """Every session of one file (subagents included) under every strategy."""
+def compare_file(
+    path: str, specs: Sequence[str], lenient: bool = False, model: str | None = None
+) -> FileResult:
+    """Every session of one file (subagents included) under every strategy (``model``: for calls
+    whose file names none)."""
     try:
         loaded = load(path, lenient=lenient)
     except ContextkitError as exc:
         return FileResult(path=path, format=None, results=(), error=str(exc))
     out: list[dict[str, Any]] = []
     for top in loaded.sessions:
-        for session in top.all_sessions():
-            if not session.calls:
+        for found in top.all_sessions():
+            if not found.calls:
                 continue
+            session = with_default_model(found, model)
             for spec in specs:
                 result = run_strategy(session, spec).to_json(rows=False)
                 result["format"] = loaded.format
@@ -110,6 +126,7 @@ def compare(
     *,
     jobs: int = 1,
     lenient: bool = False,
+    model: str | None = None,
     on_done: Callable[[FileResult], None] | None = None,
 ) -> list[FileResult]:
     """:func:`compare_file` over ``files``, in ``jobs`` processes; results in file order."""
@@ -117,7 +134,7 @@ def compare(
         if spec != AS_RECORDED:
             strategy_from_spec(spec)
     results: list[FileResult] = []
-    for result in _map(files, specs, jobs, lenient):
+    for result in _map(files, specs, jobs, lenient, model):
         results.append(result)
         if on_done is not None:
             on_done(result)
@@ -125,16 +142,15 @@ def compare(
 
 
 def _map(
-    files: Sequence[Path], specs: Sequence[str], jobs: int, lenient: bool
+    files: Sequence[Path], specs: Sequence[str], jobs: int, lenient: bool, model: str | None
 ) -> Iterator[FileResult]:
     names = [str(f) for f in files]
     if jobs <= 1 or len(names) <= 1:
-        yield from (compare_file(n, specs, lenient) for n in names)
+        yield from (compare_file(n, specs, lenient, model) for n in names)
         return
+    n = len(names)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(
-            compare_file, names, [tuple(specs)] * len(names), [lenient] * len(names)
-        )
+        yield from pool.map(compare_file, names, [tuple(specs)] * n, [lenient] * n, [model] * n)
 
 
 def _cell(summary: dict[str, Any]) -> str:

@@ -11,7 +11,13 @@ from rich.progress import Progress
 from rich.table import Table
 
 from contextkit.cli._app import app, console, err_console, print_json
-from contextkit.compare import compare, find_session_files, markdown_table, run_strategy
+from contextkit.compare import (
+    compare,
+    find_session_files,
+    markdown_table,
+    run_strategy,
+    with_default_model,
+)
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.formats.anthropic import write_requests_jsonl
@@ -68,12 +74,16 @@ def replay_command(
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Skip bad records, list them.")
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
+    ] = None,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
     loaded = load(file, lenient=lenient)
     if not loaded.sessions or not loaded.sessions[0].calls:
         raise ContextkitError(f"{file}: no model calls to replay")
-    session = loaded.sessions[0]
+    session = with_default_model(loaded.sessions[0], model)
     result = run_strategy(session, strategy)
     baseline = run_strategy(session, AS_RECORDED) if strategy != AS_RECORDED else result
     if dump_requests is not None:
@@ -124,6 +134,10 @@ def compare_command(
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Skip bad records, list them.")
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
+    ] = None,
 ) -> None:
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
@@ -131,7 +145,12 @@ def compare_command(
     with Progress(console=err_console, transient=True, disable=as_json or markdown) as progress:
         task = progress.add_task("replaying", total=len(found.files))
         results = compare(
-            found.files, specs, jobs=jobs, lenient=lenient, on_done=lambda _: progress.advance(task)
+            found.files,
+            specs,
+            jobs=jobs,
+            lenient=lenient,
+            model=model,
+            on_done=lambda _: progress.advance(task),
         )
     rows = [r for f in results for r in f.results]
     errors = [{"path": f.path, "error": f.error} for f in results if f.error]
