@@ -138,9 +138,8 @@ def test_tokenize_unique_text_once(benchmark: pytest.FixtureRequest) -> None:
     assert tokens > 10_000
 
 
-def test_pricing_costs_a_small_multiple_of_tokenizing_once(request: pytest.FixtureRequest) -> None:
-    if request.config.getoption("benchmark_disable"):
-        pytest.skip("a speed ratio: measured in benchmark runs (--benchmark-enable), not here")
+@pytest.mark.usefixtures("timing_run")
+def test_pricing_costs_a_small_multiple_of_tokenizing_once() -> None:
     _counter()  # load the encoding before timing anything
     texts = unique_texts(SESSION)
     tokenize, pricing = interleaved(lambda: tokenize_once(texts), lambda: price_fresh(SESSION))

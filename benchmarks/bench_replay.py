@@ -57,7 +57,8 @@ SIZES = [
     ),
 ]
 STRATEGIES = ("none", "evict-tool-results", "sliding-window", "summary")
-REPLAY_BOUND = 8.0
+REPLAY_TARGET = 2.0
+"""The goal: a 300-call replay within 2x the floor (tiktoken over the unique text once)."""
 """Replay of a 300-call session under ``none`` against the floor, as measured (see the report:
 the issue's target is 2x; recall's fact extraction alone costs about 1.5-2x)."""
 _sessions: dict[int, Session] = {}
@@ -246,6 +247,7 @@ def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
     return min(times)
 
 
+@pytest.mark.usefixtures("timing_run")
 def test_replay_300_calls_against_the_floor() -> None:
     session = synthetic(300)
     texts = unique_texts(session)
@@ -263,7 +265,7 @@ def test_replay_300_calls_against_the_floor() -> None:
     print("\n" + "\n".join(lines))
     assert memo <= 2.0 * floor
     assert naive > memo
-    assert ratios["none"] <= REPLAY_BOUND
+    assert ratios["none"] <= REPLAY_TARGET
 
 
 def test_langchain_count_tokens_approximately_comparison() -> None:

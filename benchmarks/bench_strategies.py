@@ -41,8 +41,8 @@ CASES: dict[str, Strategy] = {
     "summary (preset)": strategy_from_spec("summary"),
     "evict-then-summary (preset)": strategy_from_spec("evict-then-summary"),
 }
-MAX_RATIO = 8.0
-"""A strategy may cost at most this many memoised counts of the view (all well under 1 ms)."""
+GOAL_MS = 1.0
+"""The goal: applying a strategy to a 1,000-message view with memoised counts stays under 1 ms."""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,7 @@ def _timings_ms(fn: Callable[[], object], repeat: int = 200) -> tuple[float, flo
     return statistics.median(times) * 1e3, min(times) * 1e3
 
 
+@pytest.mark.usefixtures("timing_run")
 def test_strategy_medians(view: Conversation, facts: CallFacts) -> None:
     base_median, base_min = _timings_ms(lambda: facts.counter.count_conversation(view))
     print(
@@ -78,14 +79,14 @@ def test_strategy_medians(view: Conversation, facts: CallFacts) -> None:
         f"median {base_median:.3f} ms, min {base_min:.3f} ms"
     )
     worst = 0.0
-    for name, strategy in CASES.items():
+    for name, strategy in CASES.items():  # worst: the slowest median
         steady = strategy(view, facts).view
         assert strategy(steady, facts).view is steady  # steady state: nothing more to do
         median, fastest = _timings_ms(lambda s=strategy, v=steady: s(v, facts))  # type: ignore[misc]
         ratio = fastest / base_min
-        worst = max(worst, ratio)
+        worst = max(worst, median)
         print(f"  {name:28s} median {median:6.3f} ms  min {fastest:6.3f} ms  {ratio:5.2f}x count")
-    assert worst <= MAX_RATIO
+    assert worst < GOAL_MS
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
