@@ -16,8 +16,17 @@ from contextkit.cache import (
     OpenAICache,
     PrefixPart,
     simulate_cache,
+    strip_prior_thinking,
 )
-from contextkit.messages import Block, Conversation, Message, TextBlock, ThinkingBlock
+from contextkit.messages import (
+    Block,
+    Conversation,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from contextkit.session import Usage
 from contextkit.tokens import MemoCounter
 
@@ -55,8 +64,10 @@ SYSTEM = (text(2000, "s", EPHEMERAL),)
 U1, A1, U2 = text(100, "u"), text(50, "a"), text(30, "v")
 
 
-def conv(*messages: Message, system: Any = SYSTEM, **extra: Any) -> Conversation:
-    return Conversation(model="claude-sonnet-4-5", system=system, messages=messages, **extra)
+def conv(
+    *messages: Message, system: Any = SYSTEM, model: str = "claude-sonnet-4-5", **extra: Any
+) -> Conversation:
+    return Conversation(model=model, system=system, messages=messages, **extra)
 
 
 def marked(block: TextBlock, mark: dict[str, Any] = EPHEMERAL) -> TextBlock:
@@ -161,11 +172,103 @@ def test_same_start_time_cannot_read_each_other() -> None:
 def test_automatic_caching_marks_the_last_cacheable_block() -> None:
     plain = (TextBlock(text=words(2000, "s")),)
     thinking = ThinkingBlock(thinking=words(70, "t"), signature="sig")
-    c1 = conv(user(U1), system=plain, cache_control=EPHEMERAL)
-    c2 = conv(user(U1), assistant(A1, thinking), user(U2), system=plain, cache_control=EPHEMERAL)
+    # Opus 4.6 keeps earlier turns' thinking: the thinking block is billed and cached.
+    opus = "claude-opus-4-6"
+    c1 = conv(user(U1), system=plain, cache_control=EPHEMERAL, model=opus)
+    c2 = conv(
+        user(U1),
+        assistant(A1, thinking),
+        user(U2),
+        system=plain,
+        cache_control=EPHEMERAL,
+        model=opus,
+    )
     got = run([(c1, 0.0), (c2, 1.0)])
     assert got[0] == usage(w5=2100)
     assert got[1] == usage(r=2100, w5=50 + 70 + 30)
+
+
+THINK = ThinkingBlock(thinking=words(70, "t"), signature="sig")  # 70 words
+CALL = ToolUseBlock(id="t1", name="Read", input={"p": "x"})  # 'Read {"p":"x"}': 2 words
+RESULT = ToolResultBlock(tool_use_id="t1", content=words(40, "r"))  # 40 words
+
+
+def _turns(model: str) -> list[tuple[Conversation, float]]:
+    """Turn 1 (a tool loop with thinking), then turn 2 opened by a plain user message."""
+    asked = user(marked(U1))
+    loop = (user(U1), assistant(THINK, CALL), user(marked_result(RESULT)))
+    answer = assistant(A1)
+    turn_2 = (user(U1), assistant(THINK, CALL), user(RESULT), answer, user(marked(U2)))
+    return [(conv(asked, model=model), 0.0), (conv(*loop, model=model), 10.0),
+            (conv(*turn_2, model=model), 20.0)]  # fmt: skip
+
+
+def marked_result(block: ToolResultBlock) -> ToolResultBlock:
+    return block.model_copy(update={"cache_control": EPHEMERAL})
+
+
+def test_models_that_strip_earlier_thinking_neither_bill_nor_cache_it() -> None:
+    kept = simulate_cache(_turns("claude-opus-4-6"), WordCounter(), CFG)
+    stripped = simulate_cache(_turns("claude-sonnet-4-5"), WordCounter(), CFG)
+    # Within turn 1 the thinking is billed by both models (it is the current turn's).
+    for calls in (kept, stripped):
+        assert calls[1].usage == usage(r=2100, w5=70 + 2 + 40)
+        assert calls[1].context_tokens == 2212
+    # Turn 2, Opus 4.6: thinking kept; read what call 2 wrote, write the answer and U2.
+    assert kept[2].usage == usage(r=2212, w5=50 + 30)
+    assert kept[2].context_tokens == 2292
+    # Sonnet 4.5: the thinking is gone; the prefix changed where it stood, so only system + U1
+    # (written by call 1) is read and everything after it is written again.
+    assert stripped[2].usage == usage(r=2100, w5=2 + 40 + 50 + 30)
+    assert stripped[2].context_tokens == 2222
+    stripped_request = strip_prior_thinking(_turns("claude-sonnet-4-5")[2][0])
+    assert WordCounter().count_conversation(stripped_request) == 2222
+    request = _turns("claude-opus-4-6")[2][0]
+    assert strip_prior_thinking(request) is request
+
+
+PLAIN = (text(1500, "p"),)
+
+
+def test_stripping_is_incremental_and_counts_each_text_once() -> None:
+    counted: list[str] = []
+
+    class Recording(WordCounter):
+        def _count_text(self, text: str) -> int:
+            counted.append(text)
+            return super()._count_text(text)
+
+    history: list[Message] = []
+    requests: list[tuple[Conversation, float]] = []
+    for turn in range(6):
+        history.append(user(text(30, f"q{turn}")))
+        for step in range(3):
+            think = ThinkingBlock(thinking=words(20, f"t{turn}.{step}"), signature="s")
+            use = ToolUseBlock(id=f"c{turn}.{step}", name="Run", input={"n": f"{turn}.{step}"})
+            request = conv(*history, system=PLAIN, model="claude-haiku-4-5")
+            requests.append((request, 10.0 * len(requests)))
+            result = ToolResultBlock(tool_use_id=use.id, content=f"ok{turn}.{step}")
+            history += [assistant(think, use), user(result)]
+        history.append(assistant(text(10, f"a{turn}")))
+    calls = simulate_cache(requests, Recording(), AnthropicCache(min_tokens=0, placement="auto"))
+    assert len(counted) == len(set(counted))  # no history is counted again after a new turn
+    for (request, _), call in zip(requests, calls, strict=True):
+        assert call.context_tokens == WordCounter().count_conversation(
+            strip_prior_thinking(request)
+        )
+        assert call.usage.total_input == call.context_tokens
+    # Within a turn each call writes the step before it (thinking 20, call 2, result 1). A new
+    # turn rewrites the previous turn without its thinking (3 x (2 + 1)), its answer and question.
+    writes = [c.usage.cache_write for c in calls]
+    assert writes[1:] == [49 if i % 3 == 0 else 23 for i in range(1, len(calls))]
+
+
+def test_cache_control_on_a_stripped_thinking_block_is_still_an_error() -> None:
+    bad = THINK.model_copy(update={"cache_control": EPHEMERAL})
+    request = conv(user(U1), assistant(bad, A1), user(marked(U2)))
+    (call,) = simulate_cache([(request, 0.0)], WordCounter(), CFG)
+    assert call.context_tokens == 2000 + 100 + 50 + 30
+    assert any("thinking block" in e for e in call.errors)
 
 
 def test_rule_breaking_requests_are_flagged() -> None:

@@ -39,6 +39,7 @@ from contextkit.cache import (
     OpenAICache,
     Placement,
     PrefixPart,
+    strip_prior_thinking,
 )
 from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice, price_or_warn
@@ -343,7 +344,9 @@ def _hidden_prefix(
         notes.append("system prompt and tools are not in the file and their size is unknown")
         return ()
     first = recorded[0]
-    hidden = first.total_input - counter.count_conversation(session.calls[0].request)
+    # Counted as billed: earlier turns' thinking is not input on models that strip it.
+    billed = strip_prior_thinking(session.calls[0].request)
+    hidden = first.total_input - counter.count_conversation(billed)
     if hidden <= 0:
         return ()
     ttl = _recorded_ttl(recorded)

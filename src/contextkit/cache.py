@@ -30,6 +30,12 @@ Anthropic (:class:`AnthropicCache`, REFERENCE.md "Anthropic prompt caching"):
   previous call's last message stays a breakpoint, so each call reads what the one before wrote
   and writes only the new turn. Claude Code on subscriptions writes with the 1h TTL (recorded
   usage shows only 1h writes); API-key users get 5m.
+- Thinking of earlier turns: models that strip it (``reference.keeps_prior_thinking``) drop the
+  thinking blocks of assistant messages before the last user message that holds no tool_result.
+  Those blocks are still in the request as sent (a ``cache_control`` on one is still an error) but
+  are neither billed nor part of the cached prefix: the first user turn after thinking rewrites the
+  prefix from the first stripped block on, as the provider's cache does ("when thinking blocks are
+  cleared, the cache is invalidated at the point where clearing occurs").
 - Hidden prefix: files that omit system prompt and tools pass :class:`PrefixPart` s of known size
   that stand before every request; a ``warm`` part was cached before the first call.
 
@@ -65,7 +71,7 @@ from contextkit.messages import (
     Tool,
     ToolResultBlock,
 )
-from contextkit.reference import tool_use_overhead
+from contextkit.reference import keeps_prior_thinking, tool_use_overhead
 from contextkit.session import Record, Usage
 from contextkit.tokens import TokenCounter
 
@@ -152,6 +158,9 @@ class _Flat:
     messages: list[Message] = field(default_factory=list)
     msg_start: list[int] = field(default_factory=list)
     msg_images: list[int] = field(default_factory=list)  # images up to and including message i
+    msg_thinking: list[bool] = field(default_factory=list)  # message i holds thinking blocks
+    msg_turn: list[int] = field(default_factory=list)  # last turn-opening message <= i (-1: none)
+    strip_before: int = 0  # thinking of messages before this index was stripped
 
     def cum(self, pos: int) -> int:
         """Input tokens up to and including ``pos`` (-1: none)."""
@@ -167,8 +176,9 @@ class _Flat:
             del seq[cut:]
         self.marks = {p: t for p, t in self.marks.items() if p < cut}
         self.bad_marks = [p for p in self.bad_marks if p < cut]
-        for lst in (self.messages, self.msg_start, self.msg_images):
+        for lst in (self.messages, self.msg_start, self.msg_images, self.msg_thinking):
             del lst[n_messages:]
+        del self.msg_turn[n_messages:]
 
 
 def _ttl_of(mark: object) -> int | None:
@@ -227,6 +237,7 @@ class CacheSimulator:
         self._calls = 0
         self._framing = counter.count_conversation(Conversation())
         self._bases: dict[tuple[int, str, str | None], tuple[object, int]] = {}
+        self._keeps: dict[str | None, bool] = {}
 
     # --- flattening -----------------------------------------------------------------------
 
@@ -282,30 +293,46 @@ class CacheSimulator:
         else:
             flat.marks[pos] = ttl
 
-    def _message(self, flat: _Flat, message: Message, seed: int | None) -> None:
+    def _message(self, flat: _Flat, message: Message, seed: int | None, strip: bool) -> None:
+        """Push one message's positions; ``strip``: leave out its thinking blocks (not billed)."""
+        index = len(flat.messages)
         flat.messages.append(message)
         flat.msg_start.append(len(flat.keys))
+        opens = _opens_turn(message)
+        flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         if isinstance(message.content, str):
             digest = hash(("str", message.role, message.content))
             self._push(flat, digest, self.counter.count_message(message), start=seed)
             flat.msg_images.append(flat.msg_images[-1] if flat.msg_images else 0)
+            flat.msg_thinking.append(False)
             return
         pairs = [self._block(b) for b in message.content]
         framing = self.counter.count_message(message)
-        images = 0
+        images = thinking = 0
         for _, tokens in pairs:
             framing -= tokens
-        for i, (block, (digest, tokens)) in enumerate(zip(message.content, pairs, strict=True)):
-            if i == 0:  # the role and the message boundary are part of the prefix
+        first = True
+        for block, (digest, tokens) in zip(message.content, pairs, strict=True):
+            is_thinking = isinstance(block, ThinkingBlock | RedactedThinkingBlock)
+            thinking += is_thinking
+            if is_thinking and strip:
+                if block.__pydantic_extra__ and _mark(block) is not None:
+                    flat.bad_marks.append(flat.msg_start[index])  # still sent, still rejected
+                continue
+            if first:  # the role and the message boundary are part of the prefix
                 self._push(flat, hash(("msg", message.role, digest)), tokens + framing, start=seed)
+                first = False
             else:
                 self._push(flat, digest, tokens)
-            if isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+            if is_thinking:
                 flat.cacheable[-1] = False
             images += isinstance(block, ImageBlock)
             if block.__pydantic_extra__:
                 self._note_mark(flat, block)
+        if first:  # every block was stripped: the message boundary is still there
+            self._push(flat, hash(("msg", message.role, "stripped")), framing, start=seed)
         flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + images)
+        flat.msg_thinking.append(thinking > 0)
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
@@ -322,13 +349,32 @@ class CacheSimulator:
         params = self._params(request, flat, keep)
         if params != flat.params:
             keep = 0
+        strip = self._strip_point(flat, request.messages, keep, model)
+        keep = _restrip(flat, keep, strip)
         flat.truncate(keep)
         flat.params = params
+        flat.strip_before = strip
         seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
-        for i, message in enumerate(request.messages[keep:]):
-            self._message(flat, message, seed if keep + i == 0 else None)
+        for i, message in enumerate(request.messages[keep:], keep):
+            self._message(flat, message, seed if i == 0 else None, i < strip)
         flat.base = self._base(request, model)
         return flat
+
+    def _strip_point(
+        self, flat: _Flat, messages: tuple[Message, ...], keep: int, model: str | None
+    ) -> int:
+        """Index of the last turn-opening user message when ``model`` strips earlier thinking
+        (its thinking blocks before that message are not billed); 0 when nothing is stripped.
+        Only the messages not shared with the previous request are looked at."""
+        keeps = self._keeps.get(model)
+        if keeps is None:
+            keeps = self._keeps[model] = keeps_prior_thinking(model)
+        if keeps or self.config.kind != "anthropic":
+            return 0
+        for i in range(len(messages) - 1, keep - 1, -1):
+            if _opens_turn(messages[i]):
+                return i
+        return max(flat.msg_turn[keep - 1], 0) if keep else 0
 
     def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
         """What the messages-level key depends on besides the blocks."""
@@ -508,6 +554,25 @@ def _shared_messages(old: Sequence[Message], new: tuple[Message, ...]) -> int:
     return n
 
 
+def _opens_turn(message: Message) -> bool:
+    """A user message that is not a tool-result message: a new turn (earlier thinking stripped)."""
+    if message.role != "user":
+        return False
+    if isinstance(message.content, str):
+        return True
+    return not any(isinstance(b, ToolResultBlock) for b in message.content)
+
+
+def _restrip(flat: _Flat, keep: int, strip: int) -> int:
+    """Shared messages whose thinking changes form (kept <-> stripped) must be flattened again:
+    the first of them bounds what is kept of the previous request."""
+    low, high = sorted((flat.strip_before, strip))
+    for i in range(low, min(high, keep)):
+        if flat.msg_thinking[i]:
+            return i
+    return keep
+
+
 def _last_cacheable(flat: _Flat, pos: int) -> int:
     while pos > 0 and not flat.cacheable[pos]:
         pos -= 1
@@ -549,6 +614,28 @@ def _mark_errors(marks: dict[int, int], flat: _Flat, cfg: AnthropicCache) -> lis
     return errors
 
 
+def strip_prior_thinking(request: Conversation) -> Conversation:
+    """``request`` as its model bills it: for a model that strips earlier turns' thinking
+    (``reference.keeps_prior_thinking``), without the thinking blocks of the messages before the
+    last user message holding no tool_result. The same object when nothing is stripped."""
+    if keeps_prior_thinking(request.model):
+        return request
+    messages = request.messages
+    strip = next((i for i in range(len(messages) - 1, -1, -1) if _opens_turn(messages[i])), 0)
+    out = list(messages)
+    for i, message in enumerate(messages[:strip]):
+        if isinstance(message.content, str):
+            continue
+        kept = tuple(
+            b for b in message.content if not isinstance(b, ThinkingBlock | RedactedThinkingBlock)
+        )
+        if len(kept) < len(message.content):
+            out[i] = message.model_copy(update={"content": kept})
+    if all(a is b for a, b in zip(out, messages, strict=True)):
+        return request
+    return request.model_copy(update={"messages": tuple(out)})
+
+
 def simulate_cache(
     requests: Iterable[tuple[Conversation, datetime | float | None]],
     counter: TokenCounter,
@@ -571,4 +658,5 @@ __all__ = [
     "Placement",
     "PrefixPart",
     "simulate_cache",
+    "strip_prior_thinking",
 ]

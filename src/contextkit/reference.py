@@ -225,6 +225,40 @@ def tool_use_overhead(
     return figures.any if kind in ("any", "tool") else figures.auto
 
 
+# --- thinking blocks of earlier turns ---------------------------------------------------------
+
+PRIOR_THINKING_KEPT: dict[str, tuple[Dated[bool], ...]] = {
+    # "Opus 4.5+ and Sonnet 4.6+ keep earlier turns' thinking in context (billed as input)".
+    **{k: (Dated(True),) for k in ("opus-4.5", "opus-4.6", "opus-4.7", "sonnet-4.6")},
+    # "earlier models and Haiku strip it once a non-tool-result user message arrives".
+    **{
+        k: (Dated(False),)
+        for k in ("opus-4", "opus-4.1", "sonnet-3.7", "sonnet-4", "sonnet-4.5", "haiku-4.5")
+    },
+}
+"""Whether a model keeps the thinking blocks of earlier turns in context (REFERENCE.md, "Anthropic
+prompt caching"). Models not listed follow the documented rule by version
+(:func:`keeps_prior_thinking`)."""
+
+
+def keeps_prior_thinking(model: str | None, when: date | datetime | None = None) -> bool:
+    """True when ``model`` bills the thinking of turns before the last non-tool-result user message.
+
+    False for models that strip it (Claude before Opus 4.5 / Sonnet 4.6, and every Haiku). True for
+    non-Claude or unknown models: nothing is stripped, the request is counted as sent.
+    """
+    claude = parse_claude(model)
+    if claude is None:
+        return True
+    entries = PRIOR_THINKING_KEPT.get(claude.key)
+    if entries is not None:
+        return pick(entries, when).value
+    version = (claude.major, claude.minor)
+    if claude.tier == "opus":
+        return version >= (4, 5)
+    return claude.tier == "sonnet" and version >= (4, 6)
+
+
 # --- images -----------------------------------------------------------------------------------
 
 IMAGE_FORMULA_CHANGE = date(2026, 7, 1)
@@ -300,6 +334,7 @@ __all__ = [
     "OPENAI_CACHED_INPUT_DISCOUNT",
     "OPENAI_CACHE_MIN_TOKENS",
     "OPENAI_CACHE_STEP_TOKENS",
+    "PRIOR_THINKING_KEPT",
     "TOOL_USE_OVERHEAD",
     "ClaudeModel",
     "Dated",
@@ -308,6 +343,7 @@ __all__ = [
     "genai_model_info",
     "image_tokens",
     "is_openai",
+    "keeps_prior_thinking",
     "min_cacheable_tokens",
     "normalise_model",
     "openai_cached_discount",
