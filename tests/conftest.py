@@ -32,7 +32,5 @@ def corpus() -> Path:
 def corpus_files(root: Path) -> list[Path]:
     """Every session file of the corpus (data files only; notes and licences left out)."""
     return sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and p.suffix in {".jsonl", ".json", ".traj"}
+        p for p in root.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".traj"}
     )
