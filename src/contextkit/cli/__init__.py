@@ -16,14 +16,17 @@ from contextkit.cli import inspect as _inspect  # noqa: F401  (registers command
 from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
 from contextkit.cli._app import app, console_error
-from contextkit.errors import ContextkitError
+from contextkit.errors import ContextkitError, FormatError
 
 
 def main() -> None:
     try:
         app()
     except ContextkitError as exc:
-        console_error(str(exc))
+        hint = ""
+        if isinstance(exc, FormatError) and exc.line is not None:
+            hint = " (--lenient skips bad records and lists each one)"
+        console_error(str(exc) + hint)
         sys.exit(2)
 
 

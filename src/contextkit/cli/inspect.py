@@ -1,6 +1,7 @@
-"""``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png]``: where each session's
-context went and what it cost. Parses, calls :func:`contextkit.inspect.inspect_session` per
-session, prints rich tables (or one JSON document), and saves the plots when asked.
+"""``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png] [--lenient]``: where each
+session's context went and what it cost. Parses, calls
+:func:`contextkit.inspect.inspect_session` per session, prints rich tables (or one JSON document),
+and saves the plots when asked.
 
 An unknown model's cost shows as ``unknown`` (JSON null) with one warning on stderr per model.
 """
@@ -21,13 +22,21 @@ from contextkit.plots import save_session_plots
 from contextkit.pricing import format_cost
 
 
-def inspect_files(paths: list[Path], model: str | None) -> list[SessionReport]:
-    """Every session (subagents included) of every file, inspected; warnings shown once each."""
+def inspect_files(
+    paths: list[Path], model: str | None, lenient: bool = False
+) -> list[SessionReport]:
+    """Every session (subagents included) of every file, inspected; warnings shown once each.
+    Strict by default (a bad record is an error naming file and line); ``lenient`` skips bad
+    records and lists each one on stderr."""
     reports: list[SessionReport] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for path in paths:
-            loaded = load(path, lenient=True)
+            loaded = load(path, lenient=lenient)
+            for skip in loaded.skipped:
+                err_console.print(
+                    f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
+                )
             for top in loaded.sessions:
                 reports.extend(
                     inspect_session(s, model=model) for s in top.all_sessions() if s.calls
@@ -107,9 +116,12 @@ def inspect_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Save context and cost plots (PNG).")
     ] = None,
+    lenient: Annotated[
+        bool, typer.Option("--lenient", help="Skip bad records (each one is listed).")
+    ] = False,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
-    reports = inspect_files(files, model)
+    reports = inspect_files(files, model, lenient)
     if plot is not None:
         save_session_plots([r.ledger for r in reports], plot)
     if json_out:
