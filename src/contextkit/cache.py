@@ -70,10 +70,11 @@ from contextkit.messages import (
     ThinkingBlock,
     Tool,
     ToolResultBlock,
+    ToolUseBlock,
 )
 from contextkit.reference import keeps_prior_thinking, tool_use_overhead
 from contextkit.session import Record, Usage
-from contextkit.tokens import TokenCounter
+from contextkit.tokens import MemoCounter, TokenCounter
 
 TTL_5M_S = 300
 TTL_1H_S = 3600
@@ -171,6 +172,8 @@ class _Flat:
         return self.cum(len(self.acc) - 1) if self.acc else self.base
 
     def truncate(self, n_messages: int) -> None:
+        if n_messages >= len(self.messages):
+            return  # the usual call: the whole previous history is shared
         cut = self.msg_start[n_messages] if n_messages < len(self.messages) else len(self.keys)
         for seq in (self.keys, self.acc, self.cacheable):
             del seq[cut:]
@@ -179,6 +182,11 @@ class _Flat:
         for lst in (self.messages, self.msg_start, self.msg_images, self.msg_thinking):
             del lst[n_messages:]
         del self.msg_turn[n_messages:]
+
+
+_THINKING, _IMAGE, _EXTRA = 1, 2, 4
+"""Kind bits of a block: thinking (never a breakpoint, maybe stripped), image, extra fields."""
+_THINKING_TYPES = (ThinkingBlock, RedactedThinkingBlock)
 
 
 def _ttl_of(mark: object) -> int | None:
@@ -201,6 +209,8 @@ def _digest(block: Block | Tool) -> int:
         return hash(("text", block.text))
     if plain and isinstance(block, ToolResultBlock) and not isinstance(block.content, tuple):
         return hash(("tool_result", block.tool_use_id, block.content, block.is_error))
+    if plain and isinstance(block, ToolUseBlock):  # repr: same value, same text (no JSON)
+        return hash(("tool_use", block.id, block.name, repr(block.input)))
     if plain and isinstance(block, ThinkingBlock):
         return hash(("thinking", block.thinking, block.signature))
     return hash(block.model_dump_json(exclude={"cache_control"}, exclude_unset=True))
@@ -228,7 +238,8 @@ class CacheSimulator:
         self.warm_tokens = warm_tokens
         self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
-        self._digests: dict[int, tuple[object, int, int]] = {}  # id -> (obj, digest, tokens)
+        # id -> (obj, digest, tokens, kind): kind is a set of _THINKING / _IMAGE / _EXTRA bits
+        self._digests: dict[int, tuple[object, int, int, int]] = {}
         self._strings: dict[str, int] = {}
         self._seen: set[int] = set()
         self._new = 0
@@ -238,26 +249,43 @@ class CacheSimulator:
         self._framing = counter.count_conversation(Conversation())
         self._bases: dict[tuple[int, str, str | None], tuple[object, int]] = {}
         self._keeps: dict[str | None, bool] = {}
+        # A MemoCounter that keeps its count_message frames a list-content message with exactly
+        # per_message tokens: no need to ask for the whole message and subtract its blocks.
+        self._per_message: int | None = None
+        overridden = type(counter).count_message is not MemoCounter.count_message
+        if isinstance(counter, MemoCounter) and not overridden:
+            self._per_message = counter.per_message
 
     # --- flattening -----------------------------------------------------------------------
 
-    def _block(self, block: Block | Tool) -> tuple[int, int]:
-        """(content digest, tokens) of a tool or block, memoised by object."""
+    def _entry(self, block: Block | Tool) -> tuple[object, int, int, int]:
+        """(block, content digest, tokens, kind bits) of a tool or block, memoised by object."""
         hit = self._digests.get(id(block))
         if hit is not None and hit[0] is block:
-            return hit[1], hit[2]
-        digest = _digest(block)
+            return hit
         if isinstance(block, Tool):
             tokens = self.counter.count_tool(block)
         else:
             tokens = self.counter.count_block(block)
-        self._digests[id(block)] = (block, digest, tokens)
-        return digest, tokens
+        kind = _EXTRA if block.__pydantic_extra__ else 0
+        if isinstance(block, _THINKING_TYPES):
+            kind |= _THINKING
+        elif isinstance(block, ImageBlock):
+            kind |= _IMAGE
+        entry = self._digests[id(block)] = (block, _digest(block), tokens, kind)
+        return entry
 
-    def _push(self, flat: _Flat, digest: int, tokens: int, *, start: int | None = None) -> None:
-        prev = flat.keys[-1] if flat.keys else hash(("root", flat.model))
-        flat.keys.append(hash((prev if start is None else start, digest)))
-        flat.acc.append((flat.acc[-1] if flat.acc else 0) + tokens)
+    def _block(self, block: Block | Tool) -> tuple[int, int]:
+        """(content digest, tokens) of a tool or block, memoised by object."""
+        entry = self._entry(block)
+        return entry[1], entry[2]
+
+    def _push(self, flat: _Flat, digest: int, tokens: int, start: int | None = None) -> None:
+        keys, acc = flat.keys, flat.acc
+        if start is None:
+            start = keys[-1] if keys else hash(("root", flat.model))
+        keys.append(hash((start, digest)))
+        acc.append(acc[-1] + tokens if acc else tokens)
         flat.cacheable.append(True)
         if digest not in self._seen:
             self._seen.add(digest)
@@ -302,37 +330,49 @@ class CacheSimulator:
         flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         if isinstance(message.content, str):
             digest = hash(("str", message.role, message.content))
-            self._push(flat, digest, self.counter.count_message(message), start=seed)
+            self._push(flat, digest, self.counter.count_message(message), seed)
             flat.msg_images.append(flat.msg_images[-1] if flat.msg_images else 0)
             flat.msg_thinking.append(False)
             return
-        pairs = [self._block(b) for b in message.content]
-        framing = self.counter.count_message(message)
-        images = thinking = 0
-        for _, tokens in pairs:
-            framing -= tokens
-        first = True
-        for block, (digest, tokens) in zip(message.content, pairs, strict=True):
-            is_thinking = isinstance(block, ThinkingBlock | RedactedThinkingBlock)
-            thinking += is_thinking
-            if is_thinking and strip:
-                if block.__pydantic_extra__ and _mark(block) is not None:
-                    flat.bad_marks.append(flat.msg_start[index])  # still sent, still rejected
-                continue
-            if first:  # the role and the message boundary are part of the prefix
-                self._push(flat, hash(("msg", message.role, digest)), tokens + framing, start=seed)
-                first = False
-            else:
-                self._push(flat, digest, tokens)
-            if is_thinking:
-                flat.cacheable[-1] = False
-            images += isinstance(block, ImageBlock)
-            if block.__pydantic_extra__:
-                self._note_mark(flat, block)
-        if first:  # every block was stripped: the message boundary is still there
-            self._push(flat, hash(("msg", message.role, "stripped")), framing, start=seed)
+        images, thinking = self._blocks(flat, message, message.content, seed, strip)
         flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + images)
-        flat.msg_thinking.append(thinking > 0)
+        flat.msg_thinking.append(thinking)
+
+    def _blocks(
+        self,
+        flat: _Flat,
+        message: Message,
+        content: tuple[Block, ...],
+        seed: int | None,
+        strip: bool,
+    ) -> tuple[int, bool]:
+        """Push the blocks of a list-content message: (images pushed, holds thinking)."""
+        entries = [self._entry(b) for b in content]
+        framing = self._per_message
+        if framing is None:
+            framing = self.counter.count_message(message) - sum([e[2] for e in entries])
+        images, thinking, start = 0, False, len(flat.keys)
+        push = self._push
+        for block, digest, tokens, kind in entries:
+            if kind & _THINKING:
+                thinking = True
+                if strip:
+                    if kind & _EXTRA and _mark(block) is not None:  # type: ignore[arg-type]
+                        flat.bad_marks.append(start)  # still sent, so still rejected
+                    continue
+            if len(flat.keys) == start:  # the role and the message boundary join the prefix
+                push(flat, hash(("msg", message.role, digest)), tokens + framing, seed)
+            else:
+                push(flat, digest, tokens)
+            if kind:  # rare: thinking (never a breakpoint), an image, extra fields (a mark?)
+                if kind & _THINKING:
+                    flat.cacheable[-1] = False
+                images += 1 if kind & _IMAGE else 0
+                if kind & _EXTRA:
+                    self._note_mark(flat, block)  # type: ignore[arg-type]
+        if len(flat.keys) == start:  # every block was stripped: the message boundary remains
+            push(flat, hash(("msg", message.role, "stripped")), framing, seed)
+        return images, thinking
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
@@ -378,7 +418,7 @@ class CacheSimulator:
 
     def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
         """What the messages-level key depends on besides the blocks."""
-        extra = request.model_extra or {}
+        extra = request.__pydantic_extra__ or {}
         images = (flat.msg_images[keep - 1] if keep else 0) + sum(
             isinstance(b, ImageBlock)
             for m in request.messages[keep:]
@@ -392,7 +432,7 @@ class CacheSimulator:
         prompt when tools are sent (added here only if the counter does not count it itself)."""
         if not request.tools:
             return self._framing
-        choice = (request.model_extra or {}).get("tool_choice")
+        choice = (request.__pydantic_extra__ or {}).get("tool_choice")
         key = (id(request.tools), _canon(choice), model)
         hit = self._bases.get(key)
         if hit is not None and hit[0] is request.tools:
@@ -447,7 +487,7 @@ class CacheSimulator:
         if cfg.placement == "off" or not flat.keys:
             return [], []
         marks = dict(flat.marks)
-        auto = _ttl_of((request.model_extra or {}).get("cache_control"))
+        auto = _ttl_of((request.__pydantic_extra__ or {}).get("cache_control"))
         explicit = len(marks) + len(flat.bad_marks) - self._prefix_marks()
         if auto is not None:
             marks[_last_cacheable(flat, len(flat.keys) - 1)] = auto
