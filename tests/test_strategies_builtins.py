@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from contextkit.errors import ConfigError
-from contextkit.messages import Block, CompactionBlock, Conversation, TextBlock, ThinkingBlock
+from contextkit.messages import (
+    Block,
+    CompactionBlock,
+    Conversation,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+)
 from contextkit.session import Usage
 from contextkit.strategies import (
     AnthropicClearToolUses,
@@ -33,6 +40,7 @@ from test_strategies_support import (
     result,
     thinking,
     user,
+    without_thinking,
 )
 
 
@@ -53,7 +61,8 @@ def text_of(block: Block) -> str:
 
 
 def test_window_keeps_task_and_latest_and_fits() -> None:
-    view = coding_session(rounds=8, result_chars=4_000, turns=2)
+    # No thinking: the latest turn's oldest rounds may go (with thinking they may not, below).
+    view = without_thinking(coding_session(rounds=8, result_chars=4_000, turns=2))
     out = SlidingWindow()(view, facts(budget=6_000)).view
     assert tokens(out) <= 6_000 < tokens(view)
     assert out.messages[0] is view.messages[0]
@@ -324,3 +333,26 @@ def test_anthropic_compact_defaults_and_block() -> None:
     assert out.receipts[0].detail.endswith("paused")
     assert out.view.messages[-1] is view.messages[-1]
     assert is_valid(out.view)
+
+
+def test_sliding_window_never_cuts_into_a_latest_turn_that_holds_thinking() -> None:
+    rounds: list[Message] = []
+    for i in range(8):
+        first: tuple[Block, ...] = (thinking("plan the reads"),) if i == 0 else ()
+        rounds += [assistant(*first, call(f"t{i}")), user(result(f"t{i}", "x" * 4000))]
+    view = Conversation(messages=(user("read every file"), *rounds))
+    out = SlidingWindow()(view, facts(budget=2_000))
+    assert tokens(out.view) < tokens(view) or out.view is view
+    kept = [b for m in out.view.messages for b in m.blocks if isinstance(b, ThinkingBlock)]
+    assert kept == [thinking("plan the reads")]
+    assert is_valid(out.view)
+    # Without thinking the same turn may lose its oldest rounds.
+    plain = Conversation(
+        messages=tuple(
+            m.model_copy(
+                update={"content": tuple(b for b in m.blocks if not isinstance(b, ThinkingBlock))}
+            )
+            for m in view.messages
+        )
+    )
+    assert len(SlidingWindow()(plain, facts(budget=2_000)).view.messages) < len(plain.messages)

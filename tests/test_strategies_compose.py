@@ -24,7 +24,7 @@ from contextkit.strategies import (
     When,
 )
 from contextkit.tokens import ApproxCounter
-from test_strategies_support import coding_session, is_valid
+from test_strategies_support import coding_session, is_valid, without_thinking
 
 
 def facts(budget: int = 200_000, window: int = 200_000) -> CallFacts:
@@ -57,7 +57,7 @@ def test_pipeline_same_object_when_nothing_applies() -> None:
 
 
 def test_pipeline_concatenates_receipts() -> None:
-    view = coding_session(rounds=8, result_chars=4_000, turns=2)
+    view = without_thinking(coding_session(rounds=8, result_chars=4_000, turns=2))
     out = (EvictToolResults(keep_last=2) >> SlidingWindow())(view, facts(budget=1_500))
     actions = [r.action for r in out.receipts]
     assert "evicted" in actions
@@ -152,7 +152,7 @@ def test_cache_gate_math_and_price() -> None:
 
 
 def test_cache_gate_lets_required_edits_through() -> None:
-    view = coding_session(rounds=8, result_chars=4_000, turns=1)
+    view = without_thinking(coding_session(rounds=8, result_chars=4_000, turns=1))
     gate = CacheAwareGate(SlidingWindow(), horizon_calls=1)
     out = gate(view, facts(budget=2_000))
     assert out.view is not view

@@ -96,6 +96,18 @@ def coding_session(rounds: int = 6, result_chars: int = 4_000, turns: int = 2) -
     return Conversation(system="You are a coding agent.", messages=tuple(messages))
 
 
+def without_thinking(view: Conversation) -> Conversation:
+    """The view with every thinking block removed (a window may then cut into the latest turn)."""
+    return view.with_messages(
+        [
+            m.model_copy(
+                update={"content": tuple(b for b in m.blocks if not isinstance(b, ThinkingBlock))}
+            )
+            for m in view.messages
+        ]
+    )
+
+
 def is_valid(view: Conversation) -> bool:
     return validate(view, provider="strict") == ()
 

@@ -8,8 +8,9 @@ Contract of :class:`SlidingWindow`:
   message is always kept, as is the last message.
 - Messages are dropped oldest first, in two spans: first whole earlier turns (between the pinned
   task and the latest turn), then, only if that is not enough, the oldest tool rounds of the latest
-  turn. A span never separates a ``tool_use`` from its result or splits a parallel group, and the
-  result still alternates roles and starts with a user message. With a pinned task the kept history
+  turn, unless the latest turn holds thinking (it must go back to the provider unmodified). A span
+  never separates a ``tool_use`` from its result or splits a parallel group, and the result still
+  alternates roles and starts with a user message. With a pinned task the kept history
   resumes at an assistant message (so it may keep the final answer of the turn before).
 - When even that is not enough and the pinned first message holds a summary, the summary goes too
   (the task's own blocks stay). When even the smallest valid view does not fit, the smallest valid
@@ -25,7 +26,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from contextkit.messages import Conversation, Message
+from contextkit.messages import Conversation, Message, RedactedThinkingBlock, ThinkingBlock
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
     is_turn_start,
@@ -107,11 +108,19 @@ def _plan(
     if excess <= 0:
         return cuts
     start = latest + 1
+    if _holds_thinking(messages[start:]):
+        return cuts  # the latest turn's thinking must go back unmodified: never cut into it
     recent = [c for c in range(start + 1, len(messages)) if removable(messages, start, c)]
     stop = _smallest_fitting(recent, sizes, start, excess)
     if stop is not None:
         cuts.append((start, stop))
     return cuts
+
+
+def _holds_thinking(messages: Sequence[Message]) -> bool:
+    return any(
+        isinstance(b, ThinkingBlock | RedactedThinkingBlock) for m in messages for b in m.blocks
+    )
 
 
 def _smallest_fitting(
