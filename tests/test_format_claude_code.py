@@ -465,3 +465,13 @@ def test_sniff_rejects_other_jsonl(tmp_path: Path) -> None:
     other = [{"type": "session_meta", "payload": {}}, {"role": "user", "content": "hi"}]
     path = _write(tmp_path / "o.jsonl", other)
     assert not READER.sniff(path, read_head(path))
+
+
+def test_a_missing_parent_record_is_reported_not_hidden(corpus: Path, tmp_path: Path) -> None:
+    source = corpus / "claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    gap = tmp_path / "gap.jsonl"
+    gap.write_text("".join(lines[:5] + lines[6:]), encoding="utf-8")  # line 6 removed
+    notes = load(gap).sessions[0].notes
+    assert any("parentUuid the file does not hold (first at line 6)" in n for n in notes)
+    assert not any("parentUuid the file" in n for n in load(source).sessions[0].notes)

@@ -159,6 +159,12 @@ def _session(
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
+    broken = [r for r in ordered if r.parent_uuid and r.parent is None]
+    if broken:
+        extra.append(
+            f"{len(broken)} record(s) name a parentUuid the file does not hold (first at line "
+            f"{broken[0].line}): requests after them lack the history before that point"
+        )
     return Session(
         path=str(path),
         format=FORMAT,
