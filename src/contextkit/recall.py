@@ -22,14 +22,17 @@ from contextkit.tokens import block_text
 # character set first, lookbehinds after it); they match exactly what the plain forms match:
 # _PATH  (?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b | \b[\w-]+\.(?:py|js|...)\b
 # _NUMBER (?<![\w.])\d{3,}(?:\.\d+)?(?![\w.])   _IDENT \b[A-Za-z_][A-Za-z0-9_]{5,}\b
+# _ERROR \b[A-Z]\w*(?:Error|Exception)\b(?::[^\n]{1,120})?
 _PATH = re.compile(
     r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b|\b[\w-]+\.(?:py|js|ts|tsx|rs|go|java|md|json|toml|ya?ml|txt|c|h|cpp|rb|sh|cfg|ini|html|css)\b"
 )
-_PATH_RUN = re.compile(r"[\w./-]*\.[A-Za-z][\w./-]*")
+_PATH_RUN = re.compile(r"(?<![\w./-])[\w./-]*?\.[A-Za-z][\w./-]*")
 """Maximal runs of path characters holding a dot before a letter: a path match never crosses a
 run's ends (the characters around a run are non-word, as the ``\b`` in ``_PATH`` need), so
-``_PATH`` over the runs finds what it finds over the text, without trying every word."""
-_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b(?::[^\n]{1,120})?")
+``_PATH`` over the runs finds what it finds over the text, without trying every word. The
+lookbehind starts a run only at its first character and the lazy scan finds its first dot once
+(a greedy scan from every position of a long dotless run was quadratic in the run)."""
+_ERROR = re.compile(r"[A-Z](?<!\w[A-Z])\w*(?:Error|Exception)\b(?::[^\n]{1,120})?")
 _NUMBER = re.compile(r"\d(?<![\w.]\d)\d{2,}(?:\.\d+)?(?![\w.])")
 _IDENT = re.compile(r"[A-Za-z_](?<!\w[A-Za-z_])[A-Za-z0-9_]{5,}\b")
 _STOP = frozenset(
@@ -49,8 +52,7 @@ _STOP = frozenset(
 
 def _is_identifier(word: str) -> bool:
     """snake_case, a digit, or mixed case (an upper-case letter after the first). Words are
-    ASCII ``[A-Za-z0-9_]`` (see ``_IDENT``), so str methods stand in for per-character loops: this
-    runs on every word of every message and dominated replay time as a generator."""
+    ASCII ``[A-Za-z0-9_]`` (see ``_IDENT``), so str methods stand in for per-character loops."""
     if word.lower() in _STOP:
         return False
     tail, letters_digits = word[1:], word.replace("_", "")
@@ -59,15 +61,37 @@ def _is_identifier(word: str) -> bool:
     return "_" in word.strip("_") or has_digit or has_mixed
 
 
-def extract_facts(text: str) -> frozenset[str]:
-    """Identifiers, paths, numbers and error strings in ``text``."""
+def extract_facts(text: str, verdicts: dict[str, bool] | None = None) -> frozenset[str]:
+    r"""Identifiers, paths, numbers and error strings in ``text``.
+
+    ``verdicts`` memoises :func:`_is_identifier` per word (a :class:`FactIndex` passes its own:
+    a session repeats its words in message after message).
+
+    Why whitespace-separated pieces: no path, number or identifier match holds or looks past
+    whitespace (it is neither ``\w`` nor ``.``, so it bounds ``\b`` and the lookarounds as the
+    text's ends do), so the patterns find the same over each distinct piece, joined by newlines,
+    as over the text, and a message that repeats a line or a word is scanned once per distinct
+    piece. Only error strings (whose message runs on past spaces) are read from the text itself.
+    """
     facts: set[str] = set()
-    for run in _PATH_RUN.findall(text):
+    pieces = set(text.split())
+    dotted = "\n".join([p for p in pieces if "." in p])  # a path holds a dot
+    for run in _PATH_RUN.findall(dotted):
         facts.update(_PATH.findall(run))
     if "Error" in text or "Exception" in text:  # _ERROR needs one of them; skip the scan
         facts.update(m.strip() for m in _ERROR.findall(text))
-    facts.update(_NUMBER.findall(text))
-    facts.update(w for w in set(_IDENT.findall(text)) if _is_identifier(w))
+    joined = "\n".join(pieces)
+    facts.update(_NUMBER.findall(joined))
+    words = set(_IDENT.findall(joined))
+    if verdicts is None:
+        facts.update(w for w in words if _is_identifier(w))
+        return frozenset(facts)
+    for word in words:
+        verdict = verdicts.get(word)
+        if verdict is None:
+            verdict = verdicts[word] = _is_identifier(word)
+        if verdict:
+            facts.add(word)
     return frozenset(facts)
 
 
@@ -82,12 +106,14 @@ class FactIndex:
     """Facts per message object, computed once per object (views share their messages)."""
 
     _memo: dict[int, tuple[Message, frozenset[str]]] = field(default_factory=dict)
+    _verdicts: dict[str, bool] = field(default_factory=dict)
+    """Whether a word is an identifier, per word (bounded by the session's vocabulary)."""
 
     def of(self, message: Message) -> frozenset[str]:
         hit = self._memo.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        facts = extract_facts(message_text(message))
+        facts = extract_facts(message_text(message), self._verdicts)
         self._memo[id(message)] = (message, facts)
         return facts
 
