@@ -92,7 +92,8 @@ class FileResult:
     results: tuple[dict[str, Any], ...]
     """One replay summary (``Replay.to_json(rows=False)``) per session and strategy."""
     error: str | None = None
-    skipped_lines: int = 0
+    skipped: tuple[tuple[int | None, str], ...] = ()
+    """(line, reason) of each record a lenient read skipped."""
 
 
 def compare_file(
@@ -116,7 +117,10 @@ def compare_file(
                 result["session_id"] = session.session_id
                 out.append(result)
     return FileResult(
-        path=path, format=loaded.format, results=tuple(out), skipped_lines=len(loaded.skipped)
+        path=path,
+        format=loaded.format,
+        results=tuple(out),
+        skipped=tuple((r.line, r.reason) for r in loaded.skipped),
     )
 
 

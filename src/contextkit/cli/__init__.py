@@ -28,6 +28,11 @@ def main() -> None:
             hint = " (--lenient skips bad records and lists each one)"
         console_error(str(exc) + hint)
         sys.exit(2)
+    except OSError as exc:
+        # An output the user named (a plot, a dump, a profile) that cannot be written.
+        where = exc.filename if exc.filename is not None else "output"
+        console_error(f"{where}: cannot write: {exc.strerror or exc}")
+        sys.exit(2)
 
 
 __all__ = ["app", "main"]

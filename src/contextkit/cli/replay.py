@@ -84,6 +84,8 @@ def replay_command(
     if not loaded.sessions or not loaded.sessions[0].calls:
         raise ContextkitError(f"{file}: no model calls to replay")
     session = with_default_model(loaded.sessions[0], model)
+    for skip in loaded.skipped:
+        err_console.print(f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}")
     result = run_strategy(session, strategy)
     baseline = run_strategy(session, AS_RECORDED) if strategy != AS_RECORDED else result
     if dump_requests is not None:
@@ -93,7 +95,8 @@ def replay_command(
 
         plot_replays([baseline, result] if baseline is not result else [result], plot)
     if as_json:
-        print_json(result.to_json())
+        skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
+        print_json({**result.to_json(), "skipped": skipped})
         return
     _print_replay(result, baseline, len(loaded.sessions))
     if dump_requests is not None:
@@ -142,6 +145,10 @@ def compare_command(
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
     found = find_session_files(paths)
+    if not found.files:
+        raise ContextkitError(
+            "no session file found in " + ", ".join(map(str, paths)) + _skipped_hint(found.skipped)
+        )
     with Progress(console=err_console, transient=True, disable=as_json or markdown) as progress:
         task = progress.add_task("replaying", total=len(found.files))
         results = compare(
@@ -154,12 +161,26 @@ def compare_command(
         )
     rows = [r for f in results for r in f.results]
     errors = [{"path": f.path, "error": f.error} for f in results if f.error]
+    skipped_records = [
+        {"path": f.path, "line": line, "reason": reason}
+        for f in results
+        for line, reason in f.skipped
+    ]
+    for rec in skipped_records:
+        err_console.print(f"[yellow]skipped[/] {rec['path']}:{rec['line']}: {rec['reason']}")
     if plot is not None:
         from contextkit.replay_plots import plot_cost_recall  # noqa: PLC0415  (slow import)
 
         plot_cost_recall(rows, plot)
     if as_json:
-        print_json({"results": rows, "errors": errors, "skipped": [list(s) for s in found.skipped]})
+        print_json(
+            {
+                "results": rows,
+                "errors": errors,
+                "skipped": [list(s) for s in found.skipped],
+                "skipped_records": skipped_records,
+            }
+        )
     elif markdown:
         root = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
         sys.stdout.write(markdown_table(rows, root))
@@ -188,3 +209,7 @@ def _print_compare(
         err_console.print(f"[red]could not read[/] {err['error']}")
     for path, reason in skipped:
         err_console.print(f"[yellow]skipped[/] {path}: {reason}")
+
+
+def _skipped_hint(skipped: tuple[tuple[str, str], ...]) -> str:
+    return f" ({len(skipped)} file(s) not recognised, e.g. {skipped[0][1]})" if skipped else ""

@@ -60,7 +60,7 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            skips.fail(f"not valid JSON ({exc.msg} at column {exc.colno})", number)
+            skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
             continue
         if not isinstance(value, dict):
             skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
