@@ -120,8 +120,11 @@ class MemoCounter:
     fixed: int = 0
 
     def __init__(self) -> None:
-        # id(obj) -> (obj, count): the stored object keeps its id from being reused.
-        self._memo: dict[int, tuple[object, int]] = {}
+        # id(obj) -> count. Every counted object is kept alive in _kept, so no other object can
+        # take its id while this counter lives: a hit needs no identity check, and the memo
+        # allocates no tuple per entry (fewer objects for the garbage collector to track).
+        self._memo: dict[int, int] = {}
+        self._kept: list[object] = []
 
     @property
     def name(self) -> str:
@@ -135,19 +138,19 @@ class MemoCounter:
 
     def _memoised(self, obj: object, compute: Callable[[], int]) -> int:
         hit = self._memo.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        value = int(compute())
-        self._memo[id(obj)] = (obj, value)
+        if hit is not None:
+            return hit
+        value = self._memo[id(obj)] = int(compute())
+        self._kept.append(obj)
         return value
 
     def count_block(self, block: Block) -> int:
         # The memo inlined (no closure per call): this is the hot path of pricing a session.
         hit = self._memo.get(id(block))
-        if hit is not None and hit[0] is block:
-            return hit[1]
-        value = int(self._block(block))
-        self._memo[id(block)] = (block, value)
+        if hit is not None:
+            return hit
+        value = self._memo[id(block)] = int(self._block(block))
+        self._kept.append(block)
         return value
 
     def _block(self, block: Block) -> int:
@@ -170,15 +173,16 @@ class MemoCounter:
 
     def count_message(self, message: Message) -> int:
         hit = self._memo.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        if hit is not None:
+            return hit
         content = message.content
         if isinstance(content, str):
             value = self.per_message + self.count_text(content)
         else:
             count = self.count_block
             value = self.per_message + sum([count(b) for b in content])
-        self._memo[id(message)] = (message, value)
+        self._memo[id(message)] = value
+        self._kept.append(message)
         return value
 
     def count_tool(self, tool: Tool) -> int:
