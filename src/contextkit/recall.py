@@ -108,6 +108,7 @@ class FactIndex:
     _memo: dict[int, tuple[Message, frozenset[str]]] = field(default_factory=dict)
     _verdicts: dict[str, bool] = field(default_factory=dict)
     """Whether a word is an identifier, per word (bounded by the session's vocabulary)."""
+    _systems: dict[int, tuple[object, str]] = field(default_factory=dict)
 
     def of(self, message: Message) -> frozenset[str]:
         hit = self._memo.get(id(message))
@@ -116,6 +117,14 @@ class FactIndex:
         facts = extract_facts(message_text(message), self._verdicts)
         self._memo[id(message)] = (message, facts)
         return facts
+
+    def system_text(self, conversation: Conversation) -> str:
+        """:func:`system_text`, once per system prompt object (views share their head's)."""
+        system = conversation.system
+        hit = self._systems.get(id(system))
+        if hit is None or hit[0] is not system:
+            hit = self._systems[id(system)] = (system, system_text(conversation))
+        return hit[1]
 
     def held(self, fact: str, messages: Sequence[Message], system: str = "") -> bool:
         if fact in system:

@@ -25,6 +25,7 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -41,7 +42,6 @@ from contextkit.recall import (
     RecallReport,
     score_facts,
     summarise,
-    system_text,
 )
 from contextkit.reference import context_window
 from contextkit.session import Call, Session
@@ -246,8 +246,16 @@ def _with_head(view: Conversation, head: Conversation, new: tuple[Message, ...])
 
 
 def _same_head(view: Conversation, head: Conversation) -> bool:
-    a = view.model_copy(update={"messages": ()})
-    return a == head
+    """Whether ``view`` without its messages equals ``head`` (which has none): what pydantic's
+    ``==`` compares (type, extras, fields), field by field, without copying the view."""
+    if type(view) is not type(head) or head.messages:
+        return view.model_copy(update={"messages": ()}) == head
+    return (
+        view.model == head.model
+        and view.system == head.system
+        and view.tools == head.tools
+        and view.model_extra == head.model_extra
+    )
 
 
 # --- replay ------------------------------------------------------------------------------------
@@ -274,18 +282,16 @@ def replay(
     tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
     scores: list[CallRecall] = []
+    # Validated once: validating the counter against its runtime Protocol at every call cost
+    # more than some strategies; per call only plain values change (a copy validates nothing).
+    base = CallFacts(counter=counter, budget_tokens=budget, context_window=window)
     for i, call in enumerate(session.calls):
         thread, new, head = walker.step(i, call)
         thread.tape = _with_head(thread.tape, head, new)
         view = _with_head(thread.view, head, new)
-        facts = CallFacts(
-            counter=counter,
-            budget_tokens=budget,
-            context_window=window,
-            model=call.model or session.model,
-            now=call.timestamp or CallFacts().now,
-            call_index=i,
-        )
+        now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
+        update = {"model": call.model or session.model, "now": now, "call_index": i}
+        facts = base.model_copy(update=update)
         result = strategy(view, facts)
         scores.append(_score(index, thread, new, view, result.view, call.response))
         thread.view = result.view
@@ -323,8 +329,9 @@ def _score(
         thread.view_facts = index.union(shaped.messages)
     if response is None:
         return CallRecall(0, 0, ())
-    tape = Held(thread.tape_facts, system_text(thread.tape))
-    return score_facts(index.of(response), tape, Held(thread.view_facts, system_text(shaped)))
+    tape = Held(thread.tape_facts, index.system_text(thread.tape))
+    view_held = Held(thread.view_facts, index.system_text(shaped))
+    return score_facts(index.of(response), tape, view_held)
 
 
 def replay_as_recorded(
