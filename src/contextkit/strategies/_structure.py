@@ -14,6 +14,8 @@ Contract: these helpers read a tuple of :class:`Message` and never build invalid
 
 from __future__ import annotations
 
+import operator
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -121,6 +123,46 @@ def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUse
     return found
 
 
+class _Tally(NamedTuple):
+    messages: tuple[Message, ...]
+    total: int
+
+
+_TALLIES: weakref.WeakKeyDictionary[TokenCounter, list[_Tally]] = weakref.WeakKeyDictionary()
+_TALLIES_PER_COUNTER = 4
+"""Views remembered per counter: a replay walks a few threads (side calls) at once."""
+
+
+def _result_tokens(message: Message, counter: TokenCounter) -> int:
+    if message.role != "user":
+        return 0
+    return sum(counter.count_block(b) for _, b in info(message).results)
+
+
+def tool_result_tokens(messages: tuple[Message, ...], counter: TokenCounter) -> int:
+    """Tokens of the tool results in user messages, counted by ``counter``.
+
+    Triggers ask this at every call of a growing view: the total of the last views a counter saw
+    is kept (by identity of their messages, which a view shares with the next), so a view that
+    only appended pays for what it appended. Kept per counter, weakly: it goes with the counter.
+    """
+    try:
+        tallies = _TALLIES.setdefault(counter, [])
+    except TypeError:  # a counter that cannot be weakly referenced: count in full
+        return sum(_result_tokens(m, counter) for m in messages)
+    for i, (seen, before) in enumerate(tallies):
+        n = len(seen)
+        if n <= len(messages) and (seen is messages or all(map(operator.is_, seen, messages))):
+            total = before + sum(_result_tokens(m, counter) for m in messages[n:])
+            del tallies[i]
+            break
+    else:
+        total = sum(_result_tokens(m, counter) for m in messages)
+    tallies.insert(0, _Tally(messages, total))
+    del tallies[_TALLIES_PER_COUNTER:]
+    return total
+
+
 def message_tokens(messages: Iterable[Message], counter: TokenCounter) -> list[int]:
     return [counter.count_message(m) for m in messages]
 
@@ -184,6 +226,7 @@ __all__ = [
     "removable",
     "replace_messages",
     "text_block",
+    "tool_result_tokens",
     "tool_uses_by_id",
     "turn_starts",
     "with_blocks",

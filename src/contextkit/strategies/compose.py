@@ -27,10 +27,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contextkit.messages import Conversation, ToolResultBlock
+from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice
 from contextkit.strategies._config import StrategyModel
-from contextkit.strategies._structure import first_changed, prefix_tokens, turn_starts
+from contextkit.strategies._structure import (
+    first_changed,
+    prefix_tokens,
+    tool_result_tokens,
+    turn_starts,
+)
 from contextkit.strategies.base import CallFacts, Compacted, Receipt
 from contextkit.strategies.eviction import EvictToolResults
 from contextkit.strategies.memory import PrependMemoryFiles
@@ -134,15 +139,8 @@ class ToolResultsOver(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        count = facts.counter.count_block
-        total = sum(
-            count(b)
-            for m in view.messages
-            if m.role == "user" and not isinstance(m.content, str)
-            for b in m.content
-            if isinstance(b, ToolResultBlock)
-        )
-        return total > self.tokens
+        # Incremental over a growing view (re-summing every result at every call was quadratic).
+        return tool_result_tokens(view.messages, facts.counter) > self.tokens
 
 
 class AnyOf(TriggerModel):
