@@ -18,6 +18,7 @@ import pytest
 
 from contextkit.accounting import Ledger, price_session
 from contextkit.cache import AnthropicCache
+from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock
 from contextkit.pricing import ModelPrice, UnknownPriceWarning
@@ -220,7 +221,7 @@ def _claude_code_sessions(root: Path) -> list[Session]:
     for path in sorted(root.rglob("*.jsonl")):
         try:
             loaded = load(path, lenient=True)
-        except Exception:  # other formats, or files no reader takes: not this test's subject
+        except ContextkitError:  # files no reader takes, or broken ones: not this test's subject
             continue
         if loaded.format != "claude-code":
             continue
@@ -277,3 +278,15 @@ def test_simulated_cost_matches_recorded_claude_code_usage(corpus: Path) -> None
     print(f"median |cost error| {median:.1%}; sessions of 2+ calls {statistics.median(longer):.1%}")
     assert median <= 0.10
     assert statistics.median(r[4] for r in rows) >= 0.8
+
+
+def test_a_call_without_a_model_is_priced_as_the_sessions_model() -> None:
+    ask = Conversation(messages=(Message(role="user", content="hello there"),))
+    named = Call(request=ask, model="claude-sonnet-4-5", usage=Usage(input_tokens=1000))
+    nameless = Call(request=ask, usage=Usage(input_tokens=1000))
+    session = Session(path="x", format="openhands", calls=(named, named, nameless))
+    ledger = price_session(session, output="recorded")
+    assert ledger.recorded is not None
+    costs = ledger.recorded.cost_usd
+    assert not any(math.isnan(float(c)) for c in costs)
+    assert float(costs[2]) == pytest.approx(float(costs[0]))

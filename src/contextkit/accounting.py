@@ -212,7 +212,7 @@ def price_session(
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
     cached = [sim.step(c.request, c.timestamp) for c in session.calls]
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
-    prices = _Prices(price)
+    prices = _Prices(price, default_model=session.model)
     simulated = [
         u.usage.model_copy(update={"output_tokens": o})
         for u, o in zip(cached, outputs, strict=True)
@@ -266,10 +266,12 @@ def _ledger(
 
 
 class _Prices:
-    """The injected price, or each call's model price looked up once (None when unknown)."""
+    """The injected price, or each call's model price looked up once (None when unknown). A call
+    that names no model is priced as the session's model (the model of most of its calls)."""
 
-    def __init__(self, price: ModelPrice | None) -> None:
+    def __init__(self, price: ModelPrice | None, default_model: str | None = None) -> None:
         self.price = price
+        self.default_model = default_model
         self._by_model: dict[str | None, ModelPrice | None] = {}
 
     def cost(self, call: Call, usage: Usage) -> float | None:
@@ -301,14 +303,14 @@ class _Prices:
         """The single tier-less price of every call, if there is one."""
         price = self.price
         if price is None:
-            models = {c.model or c.request.model for c in calls}
+            models = {c.model or c.request.model or self.default_model for c in calls}
             if len(models) != 1 or not calls:
                 return None
             price = self._lookup(calls[0])
         return None if price is None or price.tiers else price
 
     def _lookup(self, call: Call) -> ModelPrice | None:
-        model = call.model or call.request.model
+        model = call.model or call.request.model or self.default_model
         if model not in self._by_model:
             self._by_model[model] = price_or_warn(model, call.timestamp)
         return self._by_model[model]
