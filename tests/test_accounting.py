@@ -23,6 +23,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock
 from contextkit.pricing import ModelPrice, UnknownPriceWarning
 from contextkit.session import Call, Session, Usage
+from contextkit.testing import FixedCounter
 from contextkit.tokens import MemoCounter
 
 PRICE = ModelPrice(
@@ -285,7 +286,7 @@ def test_a_call_without_a_model_is_priced_as_the_sessions_model() -> None:
     named = Call(request=ask, model="claude-sonnet-4-5", usage=Usage(input_tokens=1000))
     nameless = Call(request=ask, usage=Usage(input_tokens=1000))
     session = Session(path="x", format="openhands", calls=(named, named, nameless))
-    ledger = price_session(session, output="recorded")
+    ledger = price_session(session, FixedCounter(), output="recorded")
     assert ledger.recorded is not None
     costs = ledger.recorded.cost_usd
     assert not any(math.isnan(float(c)) for c in costs)
