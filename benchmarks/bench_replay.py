@@ -59,8 +59,6 @@ SIZES = [
 STRATEGIES = ("none", "evict-tool-results", "sliding-window", "summary")
 REPLAY_TARGET = 2.0
 """The goal: a 300-call replay within 2x the floor (tiktoken over the unique text once)."""
-"""Replay of a 300-call session under ``none`` against the floor, as measured (see the report:
-the issue's target is 2x; recall's fact extraction alone costs about 1.5-2x)."""
 _sessions: dict[int, Session] = {}
 
 

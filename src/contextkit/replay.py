@@ -112,11 +112,18 @@ class Replay:
             "cache_write": int((totals["cache_write_5m"] or 0) + (totals["cache_write_1h"] or 0)),
             "output": int(totals["output"] or 0),
             "cost_usd": source.total_cost,
-            "peak_context_tokens": int(max((r.context_tokens for r in self.rows), default=0)),
+            "peak_context_tokens": self._peak_context(real),
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
             "recall": self.recall.recall,
         }
+
+    def _peak_context(self, recorded: bool) -> int:
+        """The largest request: as billed where the recording says, else as simulated."""
+        if recorded and self.ledger.recorded is not None:
+            billed = self.ledger.recorded.total_input
+            return int(billed.max()) if billed.size else 0
+        return int(max((r.context_tokens for r in self.rows), default=0))
 
     def to_json(self, rows: bool = True) -> dict[str, Any]:
         return {
