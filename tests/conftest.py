@@ -27,10 +27,3 @@ def corpus() -> Path:
     if not root.is_dir():
         pytest.fail(f"{CORPUS_ENV}={root} is set but the folder does not exist")
     return root
-
-
-def corpus_files(root: Path) -> list[Path]:
-    """Every session file of the corpus (data files only; notes and licences left out)."""
-    return sorted(
-        p for p in root.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".traj"}
-    )

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from conftest import corpus_files
 from contextkit.cli import app
 from contextkit.cli.validate import check_file
 from contextkit.formats import load
 from contextkit.invariants import repair, rules_for, validate
+from corpus_paths import corpus_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
 CLEAN = FIXTURES / "clean.jsonl"

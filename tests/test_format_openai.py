@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from conftest import corpus_files
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats.openai_chat import (
@@ -40,6 +39,7 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.session import Usage
+from corpus_paths import corpus_files
 
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are terse."},
