@@ -174,6 +174,31 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
 _INDEX = re.compile(r"^(?:message|item) (\d+)")
 
 
+def call_from(
+    record: Mapping[str, Any],
+    line: int | None,
+    parse_request: Callable[[Mapping[str, Any]], Conversation],
+    parse_response: Callable[[Mapping[str, Any]], ParsedResponse],
+) -> Call:
+    """A request body or request/response pair -> the call it records (``exact=True``)."""
+    request = record.get("request", record)
+    if not isinstance(request, Mapping):
+        raise ValueError("'request' must be an object")
+    conversation = parse_request(request)
+    response = record.get("response") if "request" in record else None
+    parsed = parse_response(response) if isinstance(response, Mapping) else ParsedResponse()
+    return Call(
+        request=conversation,
+        response=parsed.message,
+        usage=parsed.usage,
+        model=parsed.model or conversation.model,
+        stop_reason=parsed.stop_reason,
+        request_id=parsed.response_id,
+        exact=True,
+        line=line,
+    )
+
+
 @dataclass(frozen=True)
 class RequestFileReader:
     """Reads ``.jsonl`` (one record a line) or ``.json`` (a record, a list of records, or a bare

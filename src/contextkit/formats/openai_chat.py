@@ -33,6 +33,7 @@ from contextkit.formats._openai_common import (
     FINISH_REASONS,
     ParsedResponse,
     RequestFileReader,
+    call_from,
     chat_usage,
     conversation_from,
     request_fields,
@@ -165,22 +166,7 @@ def is_chat_record(value: object) -> bool:
 
 def call_from_record(record: Mapping[str, Any], line: int | None = None) -> Call:
     """A request body or request/response pair -> the call it records (``exact=True``)."""
-    request = record.get("request", record)
-    if not isinstance(request, Mapping):
-        raise ValueError("'request' must be an object")
-    conversation = parse_chat_request(request)
-    response = record.get("response") if "request" in record else None
-    parsed = parse_chat_response(response) if isinstance(response, Mapping) else ParsedResponse()
-    return Call(
-        request=conversation,
-        response=parsed.message,
-        usage=parsed.usage,
-        model=parsed.model or conversation.model,
-        stop_reason=parsed.stop_reason,
-        request_id=parsed.response_id,
-        exact=True,
-        line=line,
-    )
+    return call_from(record, line, parse_chat_request, parse_chat_response)
 
 
 def _transcript(value: Any) -> tuple[Call, ...]:

@@ -37,6 +37,7 @@ from contextkit.formats._chat_messages import META, meta_of
 from contextkit.formats._openai_common import (
     ParsedResponse,
     RequestFileReader,
+    call_from,
     conversation_from,
     request_fields,
     transcript_calls,
@@ -598,24 +599,7 @@ _PAIR_KEYS = frozenset({"request", "response", "id", "timestamp", "metadata", "e
 
 def call_from_record(record: Mapping[str, Any], line: int | None = None) -> Call:
     """A request body or request/response pair -> the call it records (``exact=True``)."""
-    request = record.get("request", record)
-    if not isinstance(request, Mapping):
-        raise ValueError("'request' must be an object")
-    conversation = parse_responses_request(request)
-    response = record.get("response") if "request" in record else None
-    parsed = (
-        parse_responses_response(response) if isinstance(response, Mapping) else ParsedResponse()
-    )
-    return Call(
-        request=conversation,
-        response=parsed.message,
-        usage=parsed.usage,
-        model=parsed.model or conversation.model,
-        stop_reason=parsed.stop_reason,
-        request_id=parsed.response_id,
-        exact=True,
-        line=line,
-    )
+    return call_from(record, line, parse_responses_request, parse_responses_response)
 
 
 def _transcript(value: Any) -> tuple[Call, ...]:
