@@ -92,10 +92,28 @@ _Located = tuple[int, int, ToolResultBlock]
 """(message index, block index, result)."""
 
 
+_LIVE: dict[int, tuple[Message, tuple[tuple[int, ToolResultBlock], ...]]] = {}
+_LIVE_LIMIT = 200_000
+
+
+def _live(message: Message) -> tuple[tuple[int, ToolResultBlock], ...]:
+    """(block index, result) of the results in ``message`` not evicted yet, memoised by identity
+    (the memo holds the message, so its id cannot be reused, and is bounded)."""
+    hit = _LIVE.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    live = tuple((j, r) for j, r in info(message).results if not is_evicted(r))
+    if len(_LIVE) >= _LIVE_LIMIT:
+        _LIVE.clear()
+    _LIVE[id(message)] = (message, live)
+    return live
+
+
 def _results(messages: Sequence[Message]) -> list[_Located]:
     # Cheap on purpose: this runs at every call over the whole view; sizes and names are looked
-    # up later, only for the few results that may be evicted.
-    return [(i, j, r) for i, m in enumerate(messages) for j, r in info(m).results]
+    # up later, only for the few results that may be evicted. Evicted results are left out: they
+    # are older than every kept one, so the recent results that stay are the same either way.
+    return [(i, j, r) for i, m in enumerate(messages) for j, r in _live(m)]
 
 
 def _tool_name(messages: Sequence[Message], index: int, result: ToolResultBlock) -> str:
