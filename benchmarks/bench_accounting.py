@@ -26,6 +26,7 @@ from contextkit.messages import Block, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
 from contextkit.session import Session
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
+from timing import require_benchmark_run
 
 PRICE = ModelPrice(
     model="bench", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
@@ -138,8 +139,8 @@ def test_tokenize_unique_text_once(benchmark: pytest.FixtureRequest) -> None:
     assert tokens > 10_000
 
 
-@pytest.mark.usefixtures("timing_run")
-def test_pricing_costs_a_small_multiple_of_tokenizing_once() -> None:
+def test_pricing_costs_a_small_multiple_of_tokenizing_once(request: pytest.FixtureRequest) -> None:
+    require_benchmark_run(request)
     _counter()  # load the encoding before timing anything
     texts = unique_texts(SESSION)
     tokenize, pricing = interleaved(lambda: tokenize_once(texts), lambda: price_fresh(SESSION))

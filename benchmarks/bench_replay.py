@@ -43,6 +43,7 @@ from contextkit.session import Session
 from contextkit.strategies.base import CallFacts
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
+from timing import require_benchmark_run
 
 PRICE = ModelPrice(
     model="bench", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
@@ -245,8 +246,8 @@ def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
     return min(times)
 
 
-@pytest.mark.usefixtures("timing_run")
-def test_replay_300_calls_against_the_floor() -> None:
+def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> None:
+    require_benchmark_run(request)
     session = synthetic(300)
     texts = unique_texts(session)
     fresh_counter()  # load the encoding before timing anything

@@ -30,6 +30,7 @@ from contextkit.strategies import (
     strategy_from_spec,
 )
 from contextkit.tokens import ApproxCounter
+from timing import require_benchmark_run
 
 CASES: dict[str, Strategy] = {
     "sliding-window": SlidingWindow(),
@@ -71,8 +72,10 @@ def _timings_ms(fn: Callable[[], object], repeat: int = 200) -> tuple[float, flo
     return statistics.median(times) * 1e3, min(times) * 1e3
 
 
-@pytest.mark.usefixtures("timing_run")
-def test_strategy_medians(view: Conversation, facts: CallFacts) -> None:
+def test_strategy_medians(
+    view: Conversation, facts: CallFacts, request: pytest.FixtureRequest
+) -> None:
+    require_benchmark_run(request)
     base_median, base_min = _timings_ms(lambda: facts.counter.count_conversation(view))
     print(
         f"\n{len(view.messages)} messages; memoised count_conversation: "
