@@ -99,6 +99,7 @@ def _kinds(*unions: Any) -> frozenset[str]:
 
 # Discriminator tags and union-branch labels pydantic puts in error locations; not config paths.
 _TAGS = _kinds(AnyStrategy, AnyTrigger, SummariserConfig)
+_STRATEGY_KINDS = sorted(_kinds(AnyStrategy))
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -200,6 +201,12 @@ def _step(text: str, source: str) -> Strategy:
     name = name.strip()
     params = _params(rest, source) if colon and rest.strip() else {}
     where = f"{source} (step {name!r})"
+    if name not in PRESETS and name not in _STRATEGY_KINDS:
+        raise ConfigError(
+            f"{where}: unknown strategy {name!r}. A step is NAME or NAME:key=value,key=value "
+            f"(steps joined by >>); presets: {', '.join(PRESETS)}; "
+            f"kinds: {', '.join(_STRATEGY_KINDS)}"
+        )
     if name in PRESETS:
         try:
             return PRESETS[name](**params)
