@@ -99,8 +99,12 @@ def test_openai_prices_and_cached_discount() -> None:
     assert gpt5.cache_read == pytest.approx(gpt5.input * 0.1)
 
 
+BETA_DAY = date(2026, 3, 1)
+"""While the 1M-context beta (and with it the long-context tier) was on."""
+
+
 def test_tier_applies_to_the_whole_request() -> None:
-    price = lookup_price("claude-sonnet-4-5", TODAY)
+    price = lookup_price("claude-sonnet-4-5", BETA_DAY)
     assert price is not None
     at = Usage(input_tokens=150_000, cache_read=50_000, output_tokens=1_000)
     above = Usage(input_tokens=150_001, cache_read=50_000, output_tokens=1_000)
@@ -109,13 +113,13 @@ def test_tier_applies_to_the_whole_request() -> None:
 
 
 def test_shipped_correction_adds_sonnet_4_long_context_tier() -> None:
-    price = lookup_price("claude-sonnet-4-20250514", TODAY)
+    price = lookup_price("claude-sonnet-4-20250514", BETA_DAY)
     assert price is not None
     assert "price_corrections.toml" in price.source
     assert price.cost(Usage(input_tokens=250_000)) == pytest.approx(250_000 * 6 / 1e6)
     assert price.cost(Usage(output_tokens=1_000_000)) == pytest.approx(15)
     # Sonnet 4.5 is not caught by the Sonnet 4 correction
-    other = lookup_price("claude-sonnet-4-5-20250929", TODAY)
+    other = lookup_price("claude-sonnet-4-5-20250929", BETA_DAY)
     assert other is not None
     assert "genai-prices" in other.source
 
@@ -295,3 +299,15 @@ def test_openai_cache_steps() -> None:
     assert openai_cached_discount("gpt-4.1-mini") == 0.75
     assert openai_cached_discount("gpt-4o-mini") == 0.5
     assert openai_cached_discount("llama") is None
+
+
+def test_the_sonnet_long_context_tier_ends_with_the_1m_beta() -> None:
+    during = lookup_price("claude-sonnet-4-5-20250929", date(2026, 3, 1))
+    after = lookup_price("claude-sonnet-4-5-20250929", date(2026, 11, 2))
+    assert during is not None
+    assert after is not None
+    assert [t.above_input_tokens for t in during.tiers] == [200_000]
+    assert after.tiers == ()
+    big = Usage(input_tokens=250_000)
+    assert during.cost(big) == pytest.approx(250_000 * 6.0 / 1e6)
+    assert after.cost(big) == pytest.approx(250_000 * 3.0 / 1e6)

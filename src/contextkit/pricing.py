@@ -296,6 +296,28 @@ def _load_env_overrides(path: str) -> PriceOverrides:
 # --- lookup -------------------------------------------------------------------------------------
 
 
+LONG_CONTEXT_BETA_END = date(2026, 4, 30)
+"""REFERENCE.md (Anthropic pricing, 2026): the whole-request long-context tier of Sonnet 4 and 4.5
+(over 200k input, $6 in / $22.50 out) came with the 1M-context beta, which ended on this day.
+Neither genai-prices nor a correction file dates the tier's end, so it is dropped here."""
+
+
+def _tiers_in_force(price: ModelPrice, model: str, day: date) -> ModelPrice:
+    claude = parse_claude(model)
+    legacy = (
+        claude is not None
+        and claude.tier == "sonnet"
+        and (claude.major, claude.minor)
+        in (
+            (4, 0),
+            (4, 5),
+        )
+    )
+    if legacy and price.tiers and day > LONG_CONTEXT_BETA_END:
+        return price.model_copy(update={"tiers": ()})
+    return price
+
+
 def lookup_price(model: str | None, when: date | datetime | None = None) -> ModelPrice | None:
     """Prices of ``model`` valid on ``when`` (default today), or None when nobody knows them."""
     if not model:
@@ -303,9 +325,11 @@ def lookup_price(model: str | None, when: date | datetime | None = None) -> Mode
     day = _day(when)
     for overrides in (_user(), shipped_corrections()):
         if overrides is not None and (found := overrides.find(model, day)) is not None:
-            return found
+            return _tiers_in_force(found, model, day)
     found = _genai_price(normalise_model(model), day)
-    return found.model_copy(update={"model": model}) if found is not None else None
+    if found is None:
+        return None
+    return _tiers_in_force(found.model_copy(update={"model": model}), model, day)
 
 
 def _day(when: date | datetime | None) -> date:
