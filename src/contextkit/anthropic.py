@@ -167,40 +167,34 @@ class _Session:
         return result
 
 
-class _Messages:
+class _MessagesBase:
+    """What the sync and async ``messages`` resources share: all but ``create``."""
+
     def __init__(self, inner: Any, session: _Session) -> None:
         self._inner = inner
         self._session = session
 
+    def stream(self, **kwargs: Any) -> Any:
+        raise ContextkitError(STREAMING_REFUSED)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Messages(_MessagesBase):
     def create(self, **kwargs: Any) -> Any:
         _, payload = self._session.before(dict(kwargs))
         response = self._inner.create(**payload)
         self._session.after(response)
         return response
 
-    def stream(self, **kwargs: Any) -> Any:
-        raise ContextkitError(STREAMING_REFUSED)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _AsyncMessages:
-    def __init__(self, inner: Any, session: _Session) -> None:
-        self._inner = inner
-        self._session = session
-
+class _AsyncMessages(_MessagesBase):
     async def create(self, **kwargs: Any) -> Any:
         _, payload = self._session.before(dict(kwargs))
         response = await self._inner.create(**payload)
         self._session.after(response)
         return response
-
-    def stream(self, **kwargs: Any) -> Any:
-        raise ContextkitError(STREAMING_REFUSED)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 class WrappedClient:
