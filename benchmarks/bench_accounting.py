@@ -15,8 +15,7 @@ and the two benchmarks above still check correctness.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,7 +25,7 @@ from contextkit.messages import Block, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
 from contextkit.session import Session
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
-from timing import require_benchmark_run
+from timing import best_of, interleaved, plain_count, require_benchmark_run
 
 PRICE = ModelPrice(
     model="bench", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
@@ -47,9 +46,10 @@ def _blocks(message: Message) -> Iterator[Block]:
 
 
 def unique_texts(session: Session) -> list[str]:
-    """Every distinct text the session sends or receives, once (by object: shared history)."""
+    """Every distinct text the session sends or receives, once (by content: a text that two
+    blocks carry counts once)."""
     seen: set[int] = set()
-    texts: list[str] = []
+    texts: dict[str, None] = {}
     for call in session.calls:
         request = call.request
         parts: list[object] = [*request.tools, *request.system_blocks]
@@ -58,8 +58,8 @@ def unique_texts(session: Session) -> list[str]:
         for part in parts:
             if id(part) not in seen:
                 seen.add(id(part))
-                texts.append(_text(part))
-    return texts
+                texts[_text(part)] = None
+    return list(texts)
 
 
 def _text(part: object) -> str:
@@ -72,9 +72,9 @@ def _text(part: object) -> str:
 
 
 def tokenize_once(texts: list[str]) -> int:
-    """The floor: a fresh counter over the unique texts, gathered beforehand (not timed)."""
-    counter = _counter()
-    return sum(counter.count_text(t) for t in texts)
+    """The floor: tiktoken over the unique texts, gathered beforehand (not timed), no memo."""
+    count = plain_count()
+    return sum(count(t) for t in texts)
 
 
 def price_fresh(session: Session) -> Ledger:
@@ -88,7 +88,7 @@ scaled up, an estimate that the report labels as such."""
 
 def naive_recount(session: Session, stride: int = 1) -> int:
     """Re-tokenize the whole array before every ``stride``-th call, with no memo."""
-    counter = _counter()
+    count = plain_count()
     total = 0
     for call in session.calls[::stride]:
         request = call.request
@@ -98,28 +98,8 @@ def naive_recount(session: Session, stride: int = 1) -> int:
                 texts.append(message.content)
             else:
                 texts.extend(block_text(b) for b in message.content)
-        total += sum(counter.count_text(t) for t in texts)
+        total += sum(count(t) for t in texts)
     return total
-
-
-def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def interleaved(
-    a: Callable[[], object], b: Callable[[], object], repeats: int = 7
-) -> tuple[float, float]:
-    """Best times of ``a`` and ``b`` run alternately, so that load on a shared machine hits both."""
-    best_a = best_b = float("inf")
-    for _ in range(repeats):
-        best_a = min(best_a, best_of(a, 1))
-        best_b = min(best_b, best_of(b, 1))
-    return best_a, best_b
 
 
 def test_price_session_300_calls(benchmark: pytest.FixtureRequest) -> None:

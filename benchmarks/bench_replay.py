@@ -25,8 +25,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,7 @@ from contextkit.session import Session
 from contextkit.strategies.base import CallFacts
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
-from timing import require_benchmark_run
+from timing import best_of, interleaved, plain_count, require_benchmark_run
 
 PRICE = ModelPrice(
     model="bench", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
@@ -102,8 +100,9 @@ def unique_texts(session: Session) -> set[str]:
 
 
 def tokenize_once(texts: set[str]) -> int:
-    counter = fresh_counter()
-    return sum(counter.count_text(t) for t in texts)
+    """The floor: tiktoken over each unique text once, no memo (texts gathered beforehand)."""
+    count = plain_count()
+    return sum(count(t) for t in texts)
 
 
 def count_every_request(session: Session) -> list[int]:
@@ -113,9 +112,9 @@ def count_every_request(session: Session) -> list[int]:
 
 def naive_recount(session: Session, stride: int) -> int:
     """Re-tokenise the whole request before every ``stride``-th call, with no memo."""
-    counter = fresh_counter()
+    count = plain_count()
     calls = session.calls[::stride]
-    return sum(counter.count_text(t) for c in calls for t in request_texts(c.request))
+    return sum(count(t) for c in calls for t in request_texts(c.request))
 
 
 def apply_per_call(session: Session, spec: str, counter: TiktokenCounter) -> int:
@@ -236,30 +235,22 @@ def test_replay_of_a_large_recorded_session(
 # --- ratios in one run ---------------------------------------------------------------------------
 
 
-def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
-    """CPU seconds, best of a few runs (the machine may be shared: wall time is noisier)."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
 def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> None:
     require_benchmark_run(request)
     session = synthetic(300)
     texts = unique_texts(session)
     fresh_counter()  # load the encoding before timing anything
-    floor = best_of(lambda: tokenize_once(texts))
-    memo = best_of(lambda: count_every_request(session))
+    floor_of = partial(tokenize_once, texts)
+    floor, memo = interleaved(floor_of, partial(count_every_request, session), repeats=5)
     naive = best_of(lambda: naive_recount(session, 10), repeats=1) * 10
     lines = [f"300 calls: floor (tiktoken over the unique text once) {floor * 1e3:.0f} ms"]
     lines.append(f"  memoised count of every request {memo / floor:.2f}x")
     lines.append(f"  naive re-count of every request about {naive / floor:.0f}x (scaled estimate)")
     ratios = {}
     for spec in (*STRATEGIES, "evict-then-summary"):
-        ratios[spec] = best_of(partial(full_replay, session, spec), repeats=2) / floor
+        # Each replay against a floor timed alternately with it: load changes hit both.
+        base, took = interleaved(floor_of, partial(full_replay, session, spec), repeats=3)
+        ratios[spec] = took / base
         lines.append(f"  replay under {spec}: {ratios[spec]:.2f}x")
     print("\n" + "\n".join(lines))
     assert memo <= 2.0 * floor

@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from contextkit._replay_marks import place_marks
 from contextkit.cache import (
     AnthropicCache,
     CacheSimulator,
@@ -28,6 +31,7 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.session import Usage
+from contextkit.testing.strategies import valid_conversations
 from contextkit.tokens import MemoCounter
 
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
@@ -329,3 +333,51 @@ def test_classes_always_add_up_to_the_context(placement: str) -> None:
         assert call.usage.total_input == call.context_tokens
         if placement == "off":
             assert call.usage.cache_read == call.usage.cache_write == 0
+
+
+# --- the engine's placement, done by the simulator ---------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_conversations(max_turns=3), st.booleans(), st.lists(st.booleans(), max_size=12))
+def test_engine_placement_prices_as_the_engine_marked_requests(
+    full: Conversation, one_hour: bool, keep: list[bool]
+) -> None:
+    """Growing views of a conversation (some calls dropping an early message, as a compaction
+    would) priced two ways: the simulator placing the engine's breakpoints itself, and the requests
+    ``engine.place_breakpoints`` marks (what a replay dumps) priced as sent. Same bill per call."""
+    views, messages = [], list(full.messages)
+    for n in range(1, len(messages) + 1):
+        view = full.model_copy(update={"messages": tuple(messages[:n])})
+        if keep and not keep[n % len(keep)] and n > 2:
+            view = view.model_copy(update={"messages": view.messages[1:]})
+        views.append(view)
+    ttl = 3600 if one_hour else 300
+    counter, cfg = WordCounter(), AnthropicCache(min_tokens=0, ttl_s=ttl)
+    engine = simulate_cache(
+        ((v, 60.0 * i) for i, v in enumerate(views)),
+        counter,
+        cfg.model_copy(update={"placement": "engine"}),
+    )
+    marked = place_marks(views, ttl)
+    sent = simulate_cache(((r, 60.0 * i) for i, r in enumerate(marked)), WordCounter(), cfg)
+    assert [c.usage for c in engine] == [c.usage for c in sent]
+    assert [c.breakpoints for c in engine] == [c.breakpoints for c in sent]
+    assert engine[-1].breakpoints >= 1
+
+
+def test_a_string_message_keys_as_its_one_text_block() -> None:
+    """Marking a string message turns it into a text block; the cached prefix must not change."""
+    plain = Conversation(messages=(Message(role="user", content=words(30)),), system=words(5))
+    as_block = Conversation(
+        messages=(Message(role="user", content=(text(30, mark=EPHEMERAL),)),),
+        system=(TextBlock(text=words(5)),),
+    )
+    cfg = AnthropicCache(min_tokens=0)
+    calls = simulate_cache(
+        [(as_block, 0.0), (plain.model_copy(update={"cache_control": EPHEMERAL}), 1.0)],
+        WordCounter(),
+        cfg,
+    )
+    assert calls[0].usage.cache_write_5m == 35
+    assert calls[1].usage.cache_read == 35

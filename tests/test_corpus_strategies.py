@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from contextkit.accounting import default_cache, price_session
+from contextkit.cache import AnthropicCache
 from contextkit.compare import find_session_files
 from contextkit.formats import load
 from contextkit.invariants import validate
@@ -126,6 +128,37 @@ def test_every_view_is_valid_smaller_and_keeps_what_it_must(
     assert not problems, f"{len(problems)} problems over {calls} calls:\n" + "\n".join(
         problems[:40]
     )
+
+
+def _priced_as_sent(item: Replayed, result: Replay) -> dict[str, list[int]]:
+    """The replay's marked requests (what ``--dump-requests`` writes) priced as sent."""
+    session = item.session
+    cache = default_cache(session, [c.usage for c in session.calls if c.usage] or None)
+    if isinstance(cache, AnthropicCache):
+        cache = cache.model_copy(update={"placement": "as-sent"})
+    calls = zip(session.calls, result.requests, strict=True)
+    sent = session.model_copy(
+        update={"calls": tuple(c.model_copy(update={"request": r}) for c, r in calls)}
+    )
+    table = price_session(sent, item.counter, cache=cache, output="recorded").simulated
+    return {k: getattr(table, k).tolist() for k in CLASSES}
+
+
+CLASSES = ("input", "cache_write_5m", "cache_write_1h", "cache_read")
+
+
+@pytest.mark.parametrize("name", ["none", "evict-tool-results", "sliding-window", "summary"])
+def test_the_dumped_requests_price_as_the_replay(replayed: list[Replayed], name: str) -> None:
+    """The simulator places the engine's breakpoints itself when replaying; the requests built
+    with ``place_breakpoints`` (the dump) must be billed identically, call by call."""
+    differing = []
+    for item in replayed:
+        result = item.presets[name]
+        table = result.ledger.simulated
+        ours = {k: getattr(table, k).tolist() for k in CLASSES}
+        if ours != _priced_as_sent(item, result):
+            differing.append(item.key)
+    assert not differing, f"{name}: {len(differing)} sessions price differently: {differing[:10]}"
 
 
 def test_as_recorded_reproduces_the_recorded_bill(replayed: list[Replayed]) -> None:

@@ -1,16 +1,15 @@
 """Cache breakpoints on replayed views, placed the way the engine places them, at linear cost.
 
 Contract: :func:`place_marks` returns each view with ``cache_control`` breakpoints exactly where
-``engine.place_breakpoints`` puts them (the recording's TTL on every mark), plus a counter that
-counts a marked copy as its unmarked original.
+``engine.place_breakpoints`` puts them (the recording's TTL on every mark): the requests a replay
+would have sent (``Replay.requests``, ``--dump-requests``). Pricing does not need them: the cache
+simulator's ``engine`` placement puts breakpoints at the same positions without copies, and
+``tests/test_replay.py`` checks that both price alike.
 
 Why a module of its own: ``place_breakpoints`` builds fresh objects for the marked tools, system
-block and messages at every call, and counters and the cache simulator memoise by object. Left
-alone, a replay would tokenise the newest message again as a marked copy and again as the
-previous request's end, and the tool list at every call. Here one marked copy per original part
-is made and handed out again at every call that marks it the same way, and
-:class:`UnmarkedCounter` counts copies through their originals (a mark adds no tokens), so a
-replay tokenises about the unique text once.
+block and messages at every call. Here one marked copy per original part is made and handed out
+again at every call that marks it the same way (requests share their parts as the views do), and
+existing breakpoints are counted over what each view appended, not over the whole view.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from typing import Any
 from contextkit.cache import TTL_1H_S
 from contextkit.engine import place_breakpoints
 from contextkit.messages import Block, Conversation, Message, Tool
-from contextkit.tokens import TokenCounter
 
 
 @dataclass
@@ -34,8 +32,6 @@ class _Twins:
     one_hour: bool = False
     _copies: dict[int, tuple[object, Any, Any]] = field(default_factory=dict)
     """id(original) -> (original, the engine's marked copy, the copy handed out)."""
-    originals: dict[int, tuple[object, Any]] = field(default_factory=dict)
-    """id(copy handed out) -> (that copy, its original), for blocks, tools and messages."""
     _marks: dict[int, tuple[Message, int]] = field(default_factory=dict)
     _last: tuple[tuple[Message, ...], int] = ((), 0)
     """The previous view's messages and the breakpoints they carry."""
@@ -72,20 +68,7 @@ class _Twins:
             return hit[2]
         copy = _retimed(marked, self.one_hour)
         self._copies[id(original)] = (original, marked, copy)
-        self._remember(original, copy)
         return copy
-
-    def _remember(self, original: Any, copy: Any) -> None:
-        if isinstance(copy, Message) and isinstance(original, Message):
-            self.originals[id(copy)] = (copy, original)
-            pairs: Sequence[tuple[Any, Any]] = list(zip(original.blocks, copy.blocks, strict=True))
-        elif isinstance(copy, tuple) and isinstance(original, tuple):
-            pairs = list(zip(original, copy, strict=True))
-        else:
-            return  # a string system prompt became a block: counted once, as that copy is reused
-        for a, b in pairs:
-            if a is not b:
-                self.originals[id(b)] = (b, a)
 
     def reuse(self, view: Conversation, placed: Conversation) -> Conversation:
         if placed is view:
@@ -130,46 +113,13 @@ def _retimed_part(part: Any) -> Any:
     return part.model_copy(update={"cache_control": {**mark, "ttl": "1h"}})
 
 
-@dataclass(frozen=True)
-class UnmarkedCounter:
-    """A :class:`TokenCounter` that counts a marked copy made here as its original."""
-
-    inner: TokenCounter
-    originals: dict[int, tuple[object, Any]]
-
-    def _original(self, value: Any) -> Any:
-        hit = self.originals.get(id(value))
-        return hit[1] if hit is not None and hit[0] is value else value
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def count_text(self, text: str) -> int:
-        return self.inner.count_text(text)
-
-    def count_block(self, block: Block) -> int:
-        return self.inner.count_block(self._original(block))
-
-    def count_message(self, message: Message) -> int:
-        return self.inner.count_message(self._original(message))
-
-    def count_tool(self, tool: Tool) -> int:
-        return self.inner.count_tool(self._original(tool))
-
-    def count_conversation(self, conversation: Conversation) -> int:
-        return self.inner.count_conversation(conversation)
-
-
-def place_marks(
-    views: Sequence[Conversation], ttl_s: int | None, counter: TokenCounter
-) -> tuple[list[Conversation], TokenCounter]:
-    """The views with breakpoints (the previous request's end where still held), and the counter
-    to price them with. The engine marks with the default 5-minute TTL; a recording that wrote
-    1-hour entries gets 1-hour marks, or every pause over five minutes would count as a miss.
-    ``ttl_s=None`` (a provider without breakpoints) leaves the views as they are."""
+def place_marks(views: Sequence[Conversation], ttl_s: int | None) -> list[Conversation]:
+    """The views with breakpoints (the previous request's end where still held). The engine
+    marks with the default 5-minute TTL; a recording that wrote 1-hour entries gets 1-hour
+    marks, or every pause over five minutes would count as a miss. ``ttl_s=None`` (a provider
+    without breakpoints) leaves the views as they are."""
     if ttl_s is None:
-        return list(views), counter
+        return list(views)
     twins = _Twins(one_hour=ttl_s >= TTL_1H_S)
     out: list[Conversation] = []
     previous: Message | None = None
@@ -177,7 +127,7 @@ def place_marks(
         placed = place_breakpoints(view, previous, existing=twins.existing(view))
         out.append(twins.reuse(view, placed))
         previous = view.messages[-1] if view.messages else None
-    return out, UnmarkedCounter(counter, twins.originals)
+    return out
 
 
-__all__ = ["UnmarkedCounter", "place_marks"]
+__all__ = ["place_marks"]

@@ -81,10 +81,13 @@ TTL_1H_S = 3600
 UNTIMED_STEP_S = 0.001
 """Calls without a timestamp are taken as sent back to back, this far apart."""
 
-Placement: TypeAlias = Literal["as-sent", "auto", "claude-code", "off"]
+Placement: TypeAlias = Literal["as-sent", "auto", "claude-code", "engine", "off"]
 """Breakpoints for a request that carries none: ``as-sent`` adds none, ``auto`` one on the last
 cacheable block, ``claude-code`` Claude Code's own (see the module docstring); ``off`` ignores every
-breakpoint, as if caching were not used."""
+breakpoint, as if caching were not used. ``engine`` is contextkit's own placement
+(``engine.place_breakpoints``), applied to every request, marked or not: the last message, the
+previous request's last message while this one still holds it, the end of system, the end of
+tools, in that order, while the request's own breakpoints leave room under the four."""
 
 
 class _Config(BaseModel):
@@ -238,6 +241,8 @@ class CacheSimulator:
         self.warm_tokens = warm_tokens
         self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
+        self._previous_end: Message | None = None
+        """The last message of the previous request (``engine`` placement marks it again)."""
         # id -> (obj, digest, tokens, kind): kind is a set of _THINKING / _IMAGE / _EXTRA bits
         self._digests: dict[int, tuple[object, int, int, int]] = {}
         self._strings: dict[str, int] = {}
@@ -304,7 +309,7 @@ class CacheSimulator:
             tokens = self._strings.get(request.system)
             if tokens is None:
                 tokens = self._strings[request.system] = self.counter.count_text(request.system)
-            self._push(flat, hash(("system", request.system)), tokens)
+            self._push(flat, hash(("text", request.system)), tokens)  # as its one text block
         else:
             for block in request.system_blocks:
                 self._push(flat, *self._block(block))
@@ -329,7 +334,9 @@ class CacheSimulator:
         opens = _opens_turn(message)
         flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         if isinstance(message.content, str):
-            digest = hash(("str", message.role, message.content))
+            # Keyed as the one text block it stands for: marking the message (which turns it
+            # into that block) must not change the prefix.
+            digest = hash(("msg", message.role, hash(("text", message.content))))
             self._push(flat, digest, self.counter.count_message(message), seed)
             flat.msg_images.append(flat.msg_images[-1] if flat.msg_images else 0)
             flat.msg_thinking.append(False)
@@ -376,6 +383,7 @@ class CacheSimulator:
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
+        self._previous_end = flat.messages[-1] if flat.messages else None
         same_head = (
             flat.model == model
             and flat.tools is not None
@@ -489,12 +497,35 @@ class CacheSimulator:
         marks = dict(flat.marks)
         auto = _ttl_of((request.__pydantic_extra__ or {}).get("cache_control"))
         explicit = len(marks) + len(flat.bad_marks) - self._prefix_marks()
+        if cfg.placement == "engine":
+            room = cfg.max_breakpoints - explicit - (auto is not None)
+            marks.update(self._engine_marks(flat, room, cfg.ttl_s))
         if auto is not None:
             marks[_last_cacheable(flat, len(flat.keys) - 1)] = auto
-        elif explicit == 0 and cfg.placement != "as-sent":
+        elif explicit == 0 and cfg.placement not in ("as-sent", "engine"):
             marks.update(_placed(flat, cfg))
         errors = _mark_errors(marks, flat, cfg)
         return sorted(marks.items()), errors
+
+    def _engine_marks(self, flat: _Flat, room: int, ttl: int) -> dict[int, int]:
+        """``engine.place_breakpoints`` on the flattened request: the same positions, no copies."""
+        n = len(flat.messages)
+        targets = [n - 1] if n else []
+        for i in range(n - 2, -1, -1):
+            if flat.messages[i] is self._previous_end:
+                targets.append(i)
+                break
+        ends = [_message_mark_position(flat, m) for m in targets]
+        n_tools = len(self.prefix) + len(flat.tools or ())
+        if flat.n_head > n_tools:  # a system prompt is sent
+            ends.append(flat.n_head - 1)
+        if flat.tools:
+            ends.append(n_tools - 1)
+        placed: dict[int, int] = {}
+        for pos in ends:
+            if room > 0 and pos is not None and pos not in flat.marks and pos not in placed:
+                placed[pos], room = ttl, room - 1
+        return placed
 
     def _prefix_marks(self) -> int:
         return self._n_prefix_marks
@@ -611,6 +642,18 @@ def _restrip(flat: _Flat, keep: int, strip: int) -> int:
         if flat.msg_thinking[i]:
             return i
     return keep
+
+
+def _message_mark_position(flat: _Flat, m: int) -> int | None:
+    """Position of message ``m``'s last block that may carry a breakpoint (not thinking); None
+    when it holds none (only thinking, stripped or not)."""
+    message = flat.messages[m]
+    if not isinstance(message.content, str) and all(
+        isinstance(b, _THINKING_TYPES) for b in message.content
+    ):
+        return None
+    end = flat.msg_start[m + 1] - 1 if m + 1 < len(flat.messages) else len(flat.keys) - 1
+    return _last_cacheable(flat, end)
 
 
 def _last_cacheable(flat: _Flat, pos: int) -> int:

@@ -10,6 +10,8 @@ Contract:
   earlier request (side calls of a harness: titles, quota checks) are threads of their own.
 - Each view gets cache breakpoints as contextkit places them (``engine.place_breakpoints``) and is
   priced with the cache simulator at the recorded timestamps (TTLs follow the recording). The
+  simulator places them itself (placement ``engine``: same positions, no marked copies to build
+  and count); the marked requests are built only when asked for (``Replay.requests``). The
   recorded responses are kept: replay measures cost and what the view kept, NOT how the model would
   have acted on a different view. Reports state this.
 - ``as-recorded`` is the recording itself: the recorded requests, and the recorded usage where the
@@ -26,6 +28,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -80,8 +83,6 @@ class Replay:
 
     session: Session
     strategy: str
-    requests: tuple[Conversation, ...]
-    """Each request as the strategy would have sent it (with breakpoints)."""
     receipts: tuple[tuple[Receipt, ...], ...]
     ledger: Ledger
     recall: RecallReport
@@ -92,6 +93,18 @@ class Replay:
     """Each view the strategy returned, before breakpoints were placed."""
     tapes: tuple[Conversation, ...] = ()
     """The full history (tape) of each call's thread, before the strategy shaped it."""
+    mark_ttl_s: int | None = None
+    """TTL of the breakpoints placed on the views (None: the provider has none)."""
+    sent: tuple[Conversation, ...] | None = None
+    """The requests as sent, when known as such (``as-recorded``); else built from the views."""
+
+    @cached_property
+    def requests(self) -> tuple[Conversation, ...]:
+        """Each request as the strategy would have sent it (with breakpoints), built on first use
+        (pricing did not need them: the simulator placed the same breakpoints itself)."""
+        if self.sent is not None:
+            return self.sent
+        return tuple(place_marks(self.views, self.mark_ttl_s))
 
     @property
     def cost_usd(self) -> float | None:
@@ -357,7 +370,7 @@ def replay_as_recorded(
     return Replay(
         session=session,
         strategy=AS_RECORDED,
-        requests=tuple(c.request for c in session.calls),
+        sent=tuple(c.request for c in session.calls),
         receipts=tuple(() for _ in session.calls),
         ledger=ledger,
         recall=RecallReport(0, 0, ()),
@@ -394,22 +407,21 @@ def _finish(
     recorded = [c.usage for c in session.calls]
     base_cache = default_cache(session, [u for u in recorded if u is not None] or None)
     ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
-    requests, marked_counter = place_marks(views, ttl, counter)
     replayed = session.model_copy(
         update={
             "calls": tuple(
-                c.model_copy(update={"request": r})
-                for c, r in zip(session.calls, requests, strict=True)
+                c.model_copy(update={"request": v})
+                for c, v in zip(session.calls, views, strict=True)
             )
         }
     )
-    cache = base_cache.model_copy(update={"placement": "as-sent"}) if ttl else base_cache
-    ledger = price_session(replayed, marked_counter, price, cache=cache, output="recorded")
+    cache = base_cache.model_copy(update={"placement": "engine"}) if ttl else base_cache
+    ledger = price_session(replayed, counter, price, cache=cache, output="recorded")
     rows = _rows(session, ledger, receipts, scores, window)
     return Replay(
         session=session,
         strategy=name,
-        requests=tuple(requests),
+        mark_ttl_s=ttl,
         receipts=tuple(receipts),
         ledger=ledger,
         recall=summarise(scores),

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import tiktoken
 import tiktoken.model
@@ -125,6 +125,9 @@ class MemoCounter:
         # allocates no tuple per entry (fewer objects for the garbage collector to track).
         self._memo: dict[int, int] = {}
         self._kept: list[object] = []
+        # text -> count: distinct blocks often carry the same text (a file read twice, the same
+        # placeholder for every evicted result), and the unique text is what should be tokenised.
+        self._texts: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -134,7 +137,10 @@ class MemoCounter:
         raise NotImplementedError
 
     def count_text(self, text: str) -> int:
-        return self._count_text(text) if text else 0
+        hit = self._texts.get(text)
+        if hit is None:
+            hit = self._texts[text] = self._count_text(text) if text else 0
+        return hit
 
     def _memoised(self, obj: object, compute: Callable[[], int]) -> int:
         hit = self._memo.get(id(obj))
@@ -203,8 +209,19 @@ class MemoCounter:
             self.fixed
             + sum(self.count_tool(t) for t in conversation.tools)
             + self.count_system(conversation)
-            + sum(self.count_message(m) for m in conversation.messages)
+            + self._count_messages(conversation.messages)
         )
+
+    def _count_messages(self, messages: tuple[Message, ...]) -> int:
+        # Strategies and triggers count the whole view at every call: look the memo up in C
+        # (map over ids) and fall back to count_message only for messages not counted yet.
+        counts = list(map(self._memo.get, map(id, messages)))
+        try:
+            first = counts.index(None)  # usually the newest messages only
+        except ValueError:
+            return sum(cast("list[int]", counts))
+        done = sum(cast("list[int]", counts[:first]))
+        return done + sum(map(self.count_message, messages[first:]))
 
 
 class ApproxCounter(MemoCounter):
