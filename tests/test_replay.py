@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from contextkit.cli import app
 from contextkit.compare import (
+    best_saving,
     compare,
     compare_file,
     find_session_files,
@@ -471,10 +472,36 @@ def test_compare_markdown_table(session_file: Path, tmp_path: Path) -> None:
     _write_pairs(tmp_path / "short.jsonl", _agent_loop(turns=2))
     out = _run("compare", str(tmp_path), "-s", AS_RECORDED, "-s", "none", "--markdown").stdout
     lines = out.splitlines()
-    assert lines[0] == "| session | calls | as-recorded | none |"
-    assert lines[1] == "|---|---|---|---|"
+    assert lines[0] == "| session | calls | as-recorded | none | best vs as-recorded |"
+    assert lines[1] == "|---|---|---|---|---|"
     assert sorted(line.split(" | ")[0] for line in lines[2:]) == ["| loop.jsonl", "| short.jsonl"]
-    assert all(line.count("$") == 2 and line.endswith("1.00 |") for line in lines[2:])
+    assert all(line.count("$") == 2 and "1.00 | none " in line for line in lines[2:])
+    assert all("no strategy acted (peak context" in line for line in lines[2:])
+
+
+def _summary(cost: float | None, recall: float = 1.0, **more: int) -> dict[str, Any]:
+    base = {"cost_usd": cost, "recall": recall, "overflow_calls": 0, "compactions": 0}
+    return base | {"peak_context_tokens": 50_000} | more
+
+
+def test_best_saving_names_the_cheapest_fit_and_says_why_it_falls_short() -> None:
+    row = {
+        AS_RECORDED: _summary(10.0),
+        "none": _summary(9.0),
+        "evict": _summary(6.0, 0.95, compactions=4),
+        "lossy": _summary(2.0, 0.5, compactions=9),  # cheapest, but loses too much
+        "over": _summary(1.0, overflow_calls=2),  # cheaper still, but overflows
+    }
+    assert best_saving(row, calls=40) == "evict -40%"
+    row["evict"] = _summary(8.0, 0.95, compactions=4)
+    assert best_saving(row, calls=40) == "evict -20%, 11% vs none"
+    quiet = {AS_RECORDED: _summary(10.0), "none": _summary(10.5), "evict": _summary(10.5)}
+    assert best_saving(quiet, calls=5) == "none +5%: no strategy acted (peak context 50,000 tokens)"
+    assert best_saving(quiet, calls=1) == "none +5%: one call, nothing to compact"
+    unbilled = {AS_RECORDED: _summary(None), "none": _summary(1.0)}
+    assert best_saving(unbilled, 3) == "no recorded bill"
+    lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, 0.5, compactions=1)}
+    assert best_saving(lossy, 3) == "no strategy kept recall >= 0.9 in the window"
 
 
 def test_default_model_fills_only_calls_that_name_none() -> None:

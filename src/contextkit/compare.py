@@ -164,28 +164,71 @@ def _cell(summary: dict[str, Any]) -> str:
     return text + (f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else "")
 
 
+MIN_RECALL = 0.9
+"""The recall a strategy must keep to count as a saving in :func:`best_saving`."""
+TARGET_SAVING = 0.30
+"""The saving against the recorded bill that :func:`best_saving` explains when it is missed."""
+
+
+def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
+    """The cheapest strategy with recall >= 0.9 and no overflowing call, against ``as-recorded``;
+    below a 30% saving, why (nothing acted, or what acting saved against ``none``)."""
+    base = row.get(AS_RECORDED, {}).get("cost_usd")
+    fit = {
+        name: s
+        for name, s in row.items()
+        if name != AS_RECORDED
+        and s["cost_usd"] is not None
+        and s["recall"] >= MIN_RECALL
+        and s["overflow_calls"] == 0
+    }
+    if not base or not fit:
+        return "no recorded bill" if not base else "no strategy kept recall >= 0.9 in the window"
+    name = min(fit, key=lambda n: fit[n]["cost_usd"])
+    saving = 1 - fit[name]["cost_usd"] / base
+    text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than the recorded bill
+    if saving >= TARGET_SAVING:
+        return text
+    acted = [s for n, s in row.items() if n != AS_RECORDED and s["compactions"]]
+    if calls < 2:
+        return f"{text}: one call, nothing to compact"
+    if not acted:
+        peak = max(s["peak_context_tokens"] for n, s in row.items() if n != AS_RECORDED)
+        return f"{text}: no strategy acted (peak context {peak:,} tokens)"
+    none = row.get("none", {}).get("cost_usd")
+    versus = f", {1 - fit[name]['cost_usd'] / none:.0%} vs none" if none else ""
+    return f"{text}{versus}"
+
+
 def markdown_table(results: Sequence[dict[str, Any]], root: str | Path | None = None) -> str:
-    """One row per session, one column per strategy: ``$cost / recall`` (and overflowing calls).
+    """One row per session, one column per strategy: ``$cost / recall`` (and overflowing calls),
+    and (when ``as-recorded`` is among them) the best saving against it (:func:`best_saving`).
 
     ``results`` are :func:`compare_file` summaries; paths are shown relative to ``root``."""
     strategies = list(dict.fromkeys(r["strategy"] for r in results))
     rows: dict[tuple[str, str | None], dict[str, Any]] = {}
+    calls: dict[tuple[str, str | None], int] = {}
     for r in results:
         path = str(Path(r["path"]).relative_to(root)) if root else r["path"]
         key = (path, r.get("session_id"))
-        rows.setdefault(key, {"calls": r["calls"]})[r["strategy"]] = r["summary"]
-    head = ["session", "calls", *strategies]
+        rows.setdefault(key, {})[r["strategy"]] = r["summary"]
+        calls[key] = r["calls"]
+    verdict = AS_RECORDED in strategies and len(strategies) > 1
+    head = ["session", "calls", *strategies, *(["best vs as-recorded"] if verdict else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (path, session_id), row in rows.items():
         name = path if session_id is None else f"{path} `{session_id[:8]}`"
         cells = [_cell(row[s]) if s in row else "" for s in strategies]
-        lines.append("| " + " | ".join([name, str(row["calls"]), *cells]) + " |")
+        if verdict:
+            cells.append(best_saving(row, calls[(path, session_id)]))
+        lines.append("| " + " | ".join([name, str(calls[(path, session_id)]), *cells]) + " |")
     return "\n".join(lines) + "\n"
 
 
 __all__ = [
     "FileResult",
     "Found",
+    "best_saving",
     "compare",
     "compare_file",
     "find_session_files",
