@@ -157,12 +157,17 @@ class Replay:
 
 def _strip_marks(message: Message) -> Message:
     """The message without ``cache_control``: placement is the replay's own decision."""
-    if isinstance(message.content, str):
+    if isinstance(message.content, str) or not any(map(_marked, message.content)):
         return message
     blocks = tuple(_strip_block(b) for b in message.content)
     if all(a is b for a, b in zip(blocks, message.content, strict=True)):
         return message
     return message.model_copy(update={"content": blocks})
+
+
+def _marked(block: Block) -> bool:
+    extra = block.__pydantic_extra__  # the attribute: the model_extra property is slower
+    return extra is not None and "cache_control" in extra
 
 
 def _strip_block(block: Block) -> Block:
@@ -203,14 +208,13 @@ class _Walker:
             self._stripped[id(message)] = hit
         return hit[1]
 
-    def step(self, index: int, call: Call) -> tuple[_Thread, tuple[Message, ...], Conversation]:
-        """The thread, the messages the recording appended since its last request, the head.
+    def step(self, index: int, call: Call) -> tuple[_Thread, tuple[Message, ...]]:
+        """The thread, and the messages the recording appended since its last request.
 
         What was appended is everything beyond the thread's previous request: the recorded
         response (as the harness sent it back) and the new user content. A request that repeats
         the thread's previous one (a retry) appends nothing."""
         raw = call.request.messages
-        head = call.request.model_copy(update={"messages": ()})
         thread = self._match(raw)
         if thread is not None:
             shared = len(thread.raw)
@@ -221,11 +225,12 @@ class _Walker:
                 thread = self.threads[-1]
                 shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
             else:
+                head = call.request.model_copy(update={"messages": ()})
                 thread = _Thread(raw=(), sent=(), view=head, tape=head)
                 self.threads.append(thread)
                 shared = 0
         thread.raw, thread.sent = raw, messages
-        return thread, messages[shared:], head
+        return thread, messages[shared:]
 
     def _match(self, raw: tuple[Message, ...]) -> _Thread | None:
         """The newest thread whose previous request ``raw`` continues (or repeats)."""
@@ -258,23 +263,24 @@ def _key(message: Message) -> str:
     return message.model_dump_json()
 
 
-def _with_head(view: Conversation, head: Conversation, new: tuple[Message, ...]) -> Conversation:
+def _with_head(view: Conversation, request: Conversation, new: tuple[Message, ...]) -> Conversation:
     """The view under the recorded request's head (system, tools, params) plus the new messages."""
-    if _same_head(view, head):
+    if _same_head(view, request):
         return view.append(*new) if new else view
-    return head.model_copy(update={"messages": (*view.messages, *new)})
+    return request.model_copy(update={"messages": (*view.messages, *new)})
 
 
-def _same_head(view: Conversation, head: Conversation) -> bool:
-    """Whether ``view`` without its messages equals ``head`` (which has none): what pydantic's
-    ``==`` compares (type, extras, fields), field by field, without copying the view."""
-    if type(view) is not type(head) or head.messages:
-        return view.model_copy(update={"messages": ()}) == head
+def _same_head(view: Conversation, request: Conversation) -> bool:
+    """Whether ``view`` and ``request`` are equal but for their messages: what pydantic's ``==``
+    compares (type, extras, fields), field by field, without copying either."""
+    if type(view) is not type(request):
+        bare = {"messages": ()}
+        return view.model_copy(update=bare) == request.model_copy(update=bare)
     return (
-        view.model == head.model
-        and view.system == head.system
-        and view.tools == head.tools
-        and view.model_extra == head.model_extra
+        view.model == request.model
+        and view.system == request.system
+        and view.tools == request.tools
+        and view.__pydantic_extra__ == request.__pydantic_extra__
     )
 
 
@@ -306,9 +312,9 @@ def replay(
     # more than some strategies; per call only plain values change (a copy validates nothing).
     base = CallFacts(counter=counter, budget_tokens=budget, context_window=window)
     for i, call in enumerate(session.calls):
-        thread, new, head = walker.step(i, call)
-        thread.tape = _with_head(thread.tape, head, new)
-        view = _with_head(thread.view, head, new)
+        thread, new = walker.step(i, call)
+        thread.tape = _with_head(thread.tape, call.request, new)
+        view = _with_head(thread.view, call.request, new)
         now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
         update = {"model": call.model or session.model, "now": now, "call_index": i}
         facts = base.model_copy(update=update)
