@@ -539,15 +539,15 @@ class CacheSimulator:
     def _read(self, flat: _Flat, bps: list[tuple[int, int]], t: float, lookback: int) -> int:
         """The furthest position whose entry a breakpoint's lookback finds (-1: none)."""
         best = -1
+        entries, keys = self._entries, flat.keys  # _alive inlined: the hot loop of a session
         for pos, _ in bps:
-            for q in range(pos, max(pos - lookback, -1), -1):
-                if q <= best:
-                    break
-                if self._alive(flat.keys[q], t) is not None:
+            for q in range(pos, max(pos - lookback, best, -1), -1):
+                entry = entries.get(keys[q])
+                if entry is not None and entry[0] < t < entry[1]:
                     best = q
                     break
         for pos in {best, *(p for p, _ in bps if p <= best)} - {-1}:
-            entry = self._alive(flat.keys[pos], t)
+            entry = self._alive(keys[pos], t)
             if entry is not None:
                 entry[1] = max(entry[1], t + entry[2])
         return best
@@ -647,11 +647,13 @@ def _restrip(flat: _Flat, keep: int, strip: int) -> int:
 def _message_mark_position(flat: _Flat, m: int) -> int | None:
     """Position of message ``m``'s last block that may carry a breakpoint (not thinking); None
     when it holds none (only thinking, stripped or not)."""
-    message = flat.messages[m]
-    if not isinstance(message.content, str) and all(
-        isinstance(b, _THINKING_TYPES) for b in message.content
-    ):
-        return None
+    content = flat.messages[m].content
+    if not isinstance(content, str):
+        for block in reversed(content):  # the last block is nearly always the one
+            if not isinstance(block, _THINKING_TYPES):
+                break
+        else:
+            return None
     end = flat.msg_start[m + 1] - 1 if m + 1 < len(flat.messages) else len(flat.keys) - 1
     return _last_cacheable(flat, end)
 
