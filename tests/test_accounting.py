@@ -278,6 +278,8 @@ def test_simulated_cost_matches_recorded_claude_code_usage(corpus: Path) -> None
     longer = [abs(r[2]) for r in rows if r[1] > 1]  # call 1 is exact by construction
     print(f"median |cost error| {median:.1%}; sessions of 2+ calls {statistics.median(longer):.1%}")
     assert median <= 0.10
+    # The stricter reading: one-call sessions are exact by construction and flatter the median.
+    assert statistics.median(longer) <= 0.10
     assert statistics.median(r[4] for r in rows) >= 0.8
 
 

@@ -381,3 +381,26 @@ def test_a_string_message_keys_as_its_one_text_block() -> None:
     )
     assert calls[0].usage.cache_write_5m == 35
     assert calls[1].usage.cache_read == 35
+
+
+def test_a_harness_reset_rewrites_its_level_and_what_follows() -> None:
+    """Hidden prefix: 40 words cached before (tools level) + 60 (system level); messages 30 + 20.
+    A messages reset keeps the 100-word prefix; a system reset keeps only the first 40."""
+    prefix = (
+        PrefixPart(tokens=40, ttl_s=300, label="static", level="tools"),
+        PrefixPart(tokens=60, ttl_s=300, label="session system"),
+    )
+    first = Conversation(messages=(user(text(30, "a")),))
+    second = Conversation(messages=(*first.messages, assistant(text(20, "b"))))
+    cfg = AnthropicCache(min_tokens=0, placement="auto")
+    sim = CacheSimulator(cfg, WordCounter(), prefix)
+    assert sim.step(first, 0.0).usage == Usage(cache_write_5m=130)
+    assert sim.step(second, 10.0).usage == Usage(cache_read=130, cache_write_5m=20)
+    # the same request again, after the harness changed the messages level: 100 read, 50 written
+    assert sim.step(second, 20.0, reset="messages").usage == Usage(
+        cache_read=100, cache_write_5m=50
+    )
+    assert sim.step(second, 30.0).usage == Usage(cache_read=150)
+    # after a system reset only the tools-level part is read: 40 read, 110 written
+    assert sim.step(second, 40.0, reset="system").usage == Usage(cache_read=40, cache_write_5m=110)
+    assert sim.step(second, 50.0).usage == Usage(cache_read=150)

@@ -475,3 +475,33 @@ def test_a_missing_parent_record_is_reported_not_hidden(corpus: Path, tmp_path: 
     notes = load(gap).sessions[0].notes
     assert any("parentUuid the file does not hold (first at line 6)" in n for n in notes)
     assert not any("parentUuid the file" in n for n in load(source).sessions[0].notes)
+
+
+def test_harness_cache_resets_are_marked_on_the_call_after_their_trigger(tmp_path: Path) -> None:
+    notification = "<task-notification>\n<task-id>b0</task-id>\n<status>completed</status>"
+    mcp = "<command-name>/mcp</command-name>\n<command-message>mcp</command-message>"
+    lines = [
+        _user("u1", None, "start"),
+        _assistant("a1", "u1", "r1", {"type": "text", "text": "ok"}),
+        _user("u2", "a1", notification),
+        _assistant("a2", "u2", "r2", {"type": "text", "text": "noted"}),
+        _user("u3", "a2", [{"type": "text", "text": "go on"}]),
+        _assistant("a3", "u3", "r3", {"type": "text", "text": "going"}),
+        _user("u4", "a3", [{"type": "text", "text": mcp}]),
+        _assistant("a4", "u4", "r4", {"type": "text", "text": "reconnected"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s1.jsonl", lines)).sessions[0]
+    assert [c.cache_reset for c in session.calls] == [None, "messages", None, "system"]
+
+
+def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:
+    """Both task notifications of the recorded session, each on the call that first sends it."""
+    session = load(corpus / "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl").sessions[0]
+    reset = [i for i, c in enumerate(session.calls) if c.cache_reset]
+    assert reset == [31, 149]
+    assert all(session.calls[i].cache_reset == "messages" for i in reset)
+    for i in reset:  # the recorded read stops at the end of tools + system: the messages rewritten
+        usage, before = session.calls[i].usage, session.calls[i - 1].usage
+        assert usage is not None
+        assert before is not None
+        assert usage.cache_read < before.total_input / 3

@@ -210,7 +210,14 @@ def price_session(
     config = cache or default_cache(session, recorded)
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
-    cached = [sim.step(c.request, c.timestamp) for c in session.calls]
+    cached = [sim.step(c.request, c.timestamp, c.cache_reset) for c in session.calls]
+    resets = [i for i, c in enumerate(session.calls) if c.cache_reset]
+    if resets:
+        notes.append(
+            f"{len(resets)} call(s) follow a cache reset of the harness that the file shows only "
+            f"by its trigger (calls {', '.join(map(str, resets[:8]))}"
+            f"{', ...' if len(resets) > 8 else ''}): priced as rewriting what it invalidates"
+        )
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
     prices = _Prices(price, default_model=session.model)
     simulated = [
@@ -354,7 +361,11 @@ def _hidden_prefix(
     ttl = _recorded_ttl(recorded)
     warm = min(first.cache_read, hidden)
     # Split where call 1's read ended, so that the simulator can start that part warm.
-    parts = [PrefixPart(tokens=warm, ttl_s=ttl, label="hidden prefix (cached before)")]
+    # The part cached before is what every session shares (tools and the static system prompt):
+    # a system-level reset (an MCP reconnect) leaves it cached.
+    label = "hidden prefix (cached before)"
+    cached = PrefixPart(tokens=warm, ttl_s=ttl, label=label, level="tools")
+    parts = [cached]
     parts.append(PrefixPart(tokens=hidden - warm, ttl_s=ttl, label="hidden prefix"))
     notes.append(
         f"system prompt and tools not in the file: {hidden} tokens inferred from call 1's recorded "

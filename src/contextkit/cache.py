@@ -128,6 +128,9 @@ class PrefixPart(_Config):
     """Already cached when the first call starts (written by a request outside the session).
     :class:`CacheSimulator` ``warm_tokens`` says the same of any prefix, by size."""
     label: str = "hidden prefix"
+    level: Literal["tools", "system"] = "system"
+    """The cache level it stands for: a system-level reset (``Call.cache_reset``) rewrites the
+    first system-level part and everything after it; tools-level parts stay cached."""
 
 
 class CachedCall(Record):
@@ -241,6 +244,8 @@ class CacheSimulator:
         self.warm_tokens = warm_tokens
         self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
+        self._resets = {"messages": 0, "system": 0}
+        """Harness resets so far, per level: mixed into the keys of that level."""
         self._previous_end: Message | None = None
         """The last message of the previous request (``engine`` placement marks it again)."""
         # id -> (obj, digest, tokens, kind): kind is a set of _THINKING / _IMAGE / _EXTRA bits
@@ -298,8 +303,12 @@ class CacheSimulator:
 
     def _head(self, flat: _Flat, request: Conversation) -> None:
         """Hidden prefix, tools and system: the positions before the messages."""
+        system_reset = self._resets["system"]
         for i, part in enumerate(self.prefix):
-            self._push(flat, hash(("prefix", i, part.label, part.tokens)), part.tokens)
+            digest = hash(("prefix", i, part.label, part.tokens))
+            if part.level == "system" and system_reset:  # the chain changes from here on
+                digest, system_reset = hash((digest, "reset", system_reset)), 0
+            self._push(flat, digest, part.tokens)
             if part.ttl_s is not None and self.config.kind == "anthropic":
                 flat.marks[len(flat.keys) - 1] = part.ttl_s
         for tool in request.tools:
@@ -309,10 +318,16 @@ class CacheSimulator:
             tokens = self._strings.get(request.system)
             if tokens is None:
                 tokens = self._strings[request.system] = self.counter.count_text(request.system)
-            self._push(flat, hash(("text", request.system)), tokens)  # as its one text block
+            digest = hash(("text", request.system))  # as its one text block
+            if system_reset:
+                digest = hash((digest, "reset", system_reset))
+            self._push(flat, digest, tokens)
         else:
             for block in request.system_blocks:
-                self._push(flat, *self._block(block))
+                digest, tokens = self._block(block)
+                if system_reset:
+                    digest, system_reset = hash((digest, "reset", system_reset)), 0
+                self._push(flat, digest, tokens)
                 self._note_mark(flat, block)
         flat.n_head = len(flat.keys)
 
@@ -433,7 +448,8 @@ class CacheSimulator:
             if not isinstance(m.content, str)
             for b in m.content
         )
-        return (_canon(extra.get("tool_choice")), _canon(extra.get("thinking")), images > 0)
+        tool_choice, thinking = _canon(extra.get("tool_choice")), _canon(extra.get("thinking"))
+        return (tool_choice, thinking, images > 0, self._resets["messages"])
 
     def _base(self, request: Conversation, model: str | None) -> int:
         """Tokens before the first position: the counter's framing, and the hidden tool-use
@@ -456,8 +472,20 @@ class CacheSimulator:
 
     # --- simulation -----------------------------------------------------------------------
 
-    def step(self, request: Conversation, when: datetime | float | None = None) -> CachedCall:
-        """Send one request at ``when`` (datetime, epoch seconds, or None: right after the last)."""
+    def step(
+        self,
+        request: Conversation,
+        when: datetime | float | None = None,
+        reset: Literal["messages", "system"] | None = None,
+    ) -> CachedCall:
+        """Send one request at ``when`` (datetime, epoch seconds, or None: right after the last).
+
+        ``reset``: the harness changed content before this request that the request does not show
+        (``Call.cache_reset``): nothing cached at that level or after it matches any more."""
+        if reset is not None:
+            self._resets[reset] += 1
+            if reset == "system":
+                self._flat = _Flat()  # the keys from the system level on change: flatten again
         t = self._clock(when)
         self._new = 0
         self._calls += 1

@@ -232,7 +232,7 @@ def _setup(session: Session, change: Change) -> _Setup:
         warm, read = warm + extra, read + extra
     config, ttl, retime = _cache_mode(config, change.cache, _ttl(recorded))
     parts = [
-        PrefixPart(tokens=warm, ttl_s=ttl, label="hidden prefix (cached before)"),
+        PrefixPart(tokens=warm, ttl_s=ttl, label="hidden prefix (cached before)", level="tools"),
         PrefixPart(tokens=hidden + extra - warm, ttl_s=ttl, label="hidden prefix"),
     ]
     editor = Editor(model=change.model, add_tools=tools, system_prefix=pad, ttl_s=retime)
@@ -317,7 +317,7 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     rows = []
     for call in session.calls:
         request = s.editor(call.request)
-        cached = sim.step(request, call.timestamp)
+        cached = sim.step(request, call.timestamp, call.cache_reset)
         u = cached.usage
         prefix = min(hidden + _head_tokens(request, s.counter, memo), cached.context_tokens)
         rows.append(

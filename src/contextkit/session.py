@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,6 +89,10 @@ class Call(Record):
     """True when ``request`` is the body that was sent; False when rebuilt from a transcript."""
     line: int | None = None
     """Where the call's response starts in the source file (1-based), when it has lines."""
+    cache_reset: Literal["messages", "system"] | None = None
+    """The harness changed cached content the file does not show, just before this call:
+    ``"messages"`` the messages level (the cached prefix after tools and system no longer
+    matches), ``"system"`` the system prompt too. Set by readers that know their harness."""
 
 
 class SkippedRecord(Record):

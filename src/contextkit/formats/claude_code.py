@@ -19,17 +19,26 @@ Contract:
 - Strict by default: a malformed line, or a field we need with a wrong type, is a
   :class:`FormatError` naming the file (the subagent file, when it is there) and line. With
   ``lenient=True`` such lines are skipped and each is listed in ``LoadedFile.skipped``.
+- Cache resets the transcript shows only by their trigger (``Call.cache_reset``): after a
+  ``<task-notification>`` user message (a background task finished) Claude Code's next request
+  reads its cache only up to the end of the system prompt and rewrites the messages level, and
+  after an ``/mcp`` reconnect it rewrites the system prompt too (the MCP instructions in it
+  changed). Seen on every such event in the corpus (reads drop to exactly the tools + system
+  size) and reported upstream (anthropics/claude-code issues on cache reads "pinned to the
+  stable-prefix boundary" and on MCP reconnects). Resets without a trigger in the file (the same
+  issues call them intermittent) cannot be seen and are not modelled.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from contextkit.formats._io import Skips
 from contextkit.formats.claude_code_calls import (
@@ -40,8 +49,8 @@ from contextkit.formats.claude_code_calls import (
     resolve_parents,
 )
 from contextkit.formats.claude_code_records import ParsedFile, Rec, parse_file
-from contextkit.messages import TextBlock
-from contextkit.session import LoadedFile, Session, SkippedRecord
+from contextkit.messages import Message, TextBlock
+from contextkit.session import Call, LoadedFile, Session, SkippedRecord
 
 FORMAT = "claude-code"
 PREFIX_NOTE = (
@@ -158,6 +167,7 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
+    calls = _with_cache_resets(built.calls)
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -169,7 +179,7 @@ def _session(
         path=str(path),
         format=FORMAT,
         session_id=session_id,
-        calls=tuple(built.calls),
+        calls=calls,
         subagents=subagents,
         parent_session_id=parent_session_id,
         parent_tool_use_id=parent_tool_use_id,
@@ -178,6 +188,42 @@ def _session(
         set_aside=dict(sorted(set_aside.items())),
         notes=(PREFIX_NOTE, *notes, *extra, *built.notes),
     )
+
+
+_RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
+    ("<command-name>/mcp</command-name>", "system"),
+    ("<task-notification>", "messages"),
+)
+"""What Claude Code rewrites of its cache after a user message holding the marker (see the
+module docstring); the first match wins."""
+
+
+def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
+    """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger."""
+    out: list[Call] = []
+    before: tuple[Message, ...] = ()
+    for call in calls:
+        messages = call.request.messages
+        n = len(before)
+        shared = n <= len(messages) and all(map(operator.is_, messages[:n], before))
+        reset = _reset_in(messages[n:]) if shared and out else None
+        out.append(call.model_copy(update={"cache_reset": reset}) if reset else call)
+        before = messages
+    return tuple(out)
+
+
+def _reset_in(messages: Sequence[Message]) -> Literal["messages", "system"] | None:
+    texts = [_typed_text(m) for m in messages if m.role == "user"]
+    for marker, level in _RESETS:
+        if any(marker in t for t in texts):
+            return level
+    return None
+
+
+def _typed_text(message: Message) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
 
 
 # --------------------------------------------------------------------------------------------------
