@@ -56,6 +56,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import accumulate
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -228,6 +229,21 @@ def _canon(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """One message's positions: content digests (the first one joined with the role), tokens (the
+    first one with the message framing), which may carry a breakpoint, explicit marks and marks on
+    thinking (offsets in the message), images, and whether it holds thinking."""
+
+    digests: tuple[int, ...]
+    tokens: tuple[int, ...]
+    cacheable: tuple[bool, ...]
+    marks: tuple[tuple[int, int], ...] = ()
+    bad_marks: tuple[int, ...] = ()
+    images: int = 0
+    thinking: bool = False
+
+
 class CacheSimulator:
     """The cache of one account and model family, fed one request at a time."""
 
@@ -244,6 +260,7 @@ class CacheSimulator:
         self.warm_tokens = warm_tokens
         self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
+        self._shapes: dict[tuple[int, bool], tuple[Message, _Shape]] = {}
         self._resets = {"messages": 0, "system": 0}
         """Harness resets so far, per level: mixed into the keys of that level."""
         self._previous_end: Message | None = None
@@ -345,56 +362,88 @@ class CacheSimulator:
         """Push one message's positions; ``strip``: leave out its thinking blocks (not billed)."""
         index = len(flat.messages)
         flat.messages.append(message)
-        flat.msg_start.append(len(flat.keys))
+        start = len(flat.keys)
+        flat.msg_start.append(start)
         opens = _opens_turn(message)
         flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
+        shape = self._shape_of(message, strip)
+        keys, acc = flat.keys, flat.acc
+        key = seed if seed is not None else (keys[-1] if keys else hash(("root", flat.model)))
+        for digest in shape.digests:  # the chain: each key is the whole prefix up to its block
+            key = hash((key, digest))
+            keys.append(key)
+        acc.extend(accumulate(shape.tokens, initial=acc[-1] if acc else 0))
+        del acc[start]  # accumulate's initial value: the total before this message
+        flat.cacheable.extend(shape.cacheable)
+        for offset, ttl in shape.marks:
+            flat.marks[start + offset] = ttl
+        flat.bad_marks.extend(start + offset for offset in shape.bad_marks)
+        if not self._seen.issuperset(shape.digests):  # content no earlier request carried
+            for digest, tokens in zip(shape.digests, shape.tokens, strict=True):
+                if digest not in self._seen:
+                    self._seen.add(digest)
+                    self._new += tokens
+        flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + shape.images)
+        flat.msg_thinking.append(shape.thinking)
+
+    def _shape_of(self, message: Message, strip: bool) -> _Shape:
+        """:meth:`_shape`, memoised; stripping leaves a message without thinking as it is (the
+        messages after a stripped one are flattened again only for their keys)."""
+        hit = self._shapes.get((id(message), False))
+        if hit is None or hit[0] is not message:
+            hit = self._shapes[(id(message), False)] = (message, self._shape(message, False))
+        if not strip or not hit[1].thinking:
+            return hit[1]
+        stripped = self._shapes.get((id(message), True))
+        if stripped is None or stripped[0] is not message:
+            stripped = self._shapes[(id(message), True)] = (message, self._shape(message, True))
+        return stripped[1]
+
+    def _shape(self, message: Message, strip: bool) -> _Shape:
+        """What one message adds to the prefix (see :class:`_Shape`), worked out once per message
+        and strip state: a request shares its history with the previous one, and a new turn
+        flattens the earlier messages again with their thinking stripped."""
         if isinstance(message.content, str):
             # Keyed as the one text block it stands for: marking the message (which turns it
             # into that block) must not change the prefix.
             digest = hash(("msg", message.role, hash(("text", message.content))))
-            self._push(flat, digest, self.counter.count_message(message), seed)
-            flat.msg_images.append(flat.msg_images[-1] if flat.msg_images else 0)
-            flat.msg_thinking.append(False)
-            return
-        images, thinking = self._blocks(flat, message, message.content, seed, strip)
-        flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + images)
-        flat.msg_thinking.append(thinking)
-
-    def _blocks(
-        self,
-        flat: _Flat,
-        message: Message,
-        content: tuple[Block, ...],
-        seed: int | None,
-        strip: bool,
-    ) -> tuple[int, bool]:
-        """Push the blocks of a list-content message: (images pushed, holds thinking)."""
-        entries = [self._entry(b) for b in content]
+            return _Shape((digest,), (self.counter.count_message(message),), (True,))
+        entries = [self._entry(b) for b in message.content]
         framing = self._per_message
         if framing is None:
             framing = self.counter.count_message(message) - sum([e[2] for e in entries])
-        images, thinking, start = 0, False, len(flat.keys)
-        push = self._push
-        for block, digest, tokens, kind in entries:
+        digests: list[int] = []
+        tokens: list[int] = []
+        cacheable: list[bool] = []
+        marks: list[tuple[int, int]] = []
+        bad: list[int] = []
+        images, thinking = 0, False
+        for block, content_digest, count, kind in entries:
             if kind & _THINKING:
                 thinking = True
                 if strip:
                     if kind & _EXTRA and _mark(block) is not None:  # type: ignore[arg-type]
-                        flat.bad_marks.append(start)  # still sent, so still rejected
+                        bad.append(0)  # still sent, so still rejected
                     continue
-            if len(flat.keys) == start:  # the role and the message boundary join the prefix
-                push(flat, hash(("msg", message.role, digest)), tokens + framing, seed)
-            else:
-                push(flat, digest, tokens)
-            if kind:  # rare: thinking (never a breakpoint), an image, extra fields (a mark?)
-                if kind & _THINKING:
-                    flat.cacheable[-1] = False
-                images += 1 if kind & _IMAGE else 0
-                if kind & _EXTRA:
-                    self._note_mark(flat, block)  # type: ignore[arg-type]
-        if len(flat.keys) == start:  # every block was stripped: the message boundary remains
-            push(flat, hash(("msg", message.role, "stripped")), framing, seed)
-        return images, thinking
+            if digests:
+                digests.append(content_digest)
+                tokens.append(count)
+            else:  # the role and the message boundary join the prefix
+                digests.append(hash(("msg", message.role, content_digest)))
+                tokens.append(count + framing)
+            cacheable.append(not kind & _THINKING)  # thinking is never a breakpoint
+            images += 1 if kind & _IMAGE else 0
+            ttl = _mark(block) if kind & _EXTRA else None  # type: ignore[arg-type]
+            if ttl is not None and kind & _THINKING:
+                bad.append(len(digests) - 1)
+            elif ttl is not None:
+                marks.append((len(digests) - 1, ttl))
+        if not digests:  # every block was stripped: the message boundary remains
+            digests.append(hash(("msg", message.role, "stripped")))
+            tokens.append(framing)
+            cacheable.append(True)
+        shape = (tuple(digests), tuple(tokens), tuple(cacheable), tuple(marks), tuple(bad))
+        return _Shape(*shape, images=images, thinking=thinking)
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
