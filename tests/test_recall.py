@@ -1,7 +1,18 @@
 from __future__ import annotations
 
+import re
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from contextkit.recall import FactIndex, extract_facts, score_call, summarise
+from contextkit.recall import FactIndex, extract_facts, message_text, score_call, summarise
+from corpus_paths import corpus_files
 
 
 def test_extract_facts_finds_each_kind() -> None:
@@ -58,3 +69,136 @@ def test_no_response_needs_nothing() -> None:
     call = score_call(FactIndex(), None, _conv(), _conv())
     assert call.needed == 0
     assert summarise([call]).recall == 1.0
+
+
+# --------------------------------------------------------------------------------------------------
+# The fact extraction must find exactly what it found before it was made faster. The reference
+# below is a verbatim copy of that implementation (recall.py before the per-run memo).
+
+_REF_PATH = re.compile(
+    r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b|\b[\w-]+\.(?:py|js|ts|tsx|rs|go|java|md|json|toml|ya?ml|txt|c|h|cpp|rb|sh|cfg|ini|html|css)\b"
+)
+_REF_PATH_RUN = re.compile(r"(?<![\w./-])[\w./-]*?\.[A-Za-z][\w./-]*")
+_REF_ERROR = re.compile(r"[A-Z](?<!\w[A-Z])\w*(?:Error|Exception)\b(?::[^\n]{1,120})?")
+_REF_NUMBER = re.compile(r"\d(?<![\w.]\d)\d{2,}(?:\.\d+)?(?![\w.])")
+_REF_IDENT = re.compile(r"[A-Za-z_](?<!\w[A-Za-z_])[A-Za-z0-9_]{5,}\b")
+_REF_STOP = frozenset(
+    {"return", "import", "should", "python", "string", "number", "object", "function", "because"}
+)
+
+
+def _ref_is_identifier(word: str) -> bool:
+    if word.lower() in _REF_STOP:
+        return False
+    tail, letters_digits = word[1:], word.replace("_", "")
+    has_digit = bool(letters_digits) and not letters_digits.isalpha()
+    has_mixed = tail != tail.lower() and word != word.upper()
+    return "_" in word.strip("_") or has_digit or has_mixed
+
+
+def reference_facts(text: str) -> frozenset[str]:
+    facts: set[str] = set()
+    pieces = set(text.split())
+    dotted = "\n".join([p for p in pieces if "." in p])
+    for run in _REF_PATH_RUN.findall(dotted):
+        facts.update(_REF_PATH.findall(run))
+    if "Error" in text or "Exception" in text:
+        facts.update(m.strip() for m in _REF_ERROR.findall(text))
+    joined = "\n".join(pieces)
+    facts.update(_REF_NUMBER.findall(joined))
+    facts.update(w for w in set(_REF_IDENT.findall(joined)) if _ref_is_identifier(w))
+    return frozenset(facts)
+
+
+# Texts drawn from the characters the patterns care about: word characters of both cases,
+# digits, the path characters, separators, the error words and extensions, and non-ASCII
+# characters (a letter, a digit, a non-word symbol, Unicode whitespace, a lone surrogate).
+_ATOMS = [
+    *"aBzZ_09./-: \n\t,()'=",
+    "Error",
+    "Exception",
+    "Value",
+    "KeyError: ",
+    ".py",
+    ".json",
+    "src/",
+    "/x/",
+    "//",
+    "a/b",
+    "123",
+    "4.5",
+    "parse_order",
+    "RETURN",
+    "Python",
+    "é",
+    "→",
+    "٣",
+    "\xa0",
+    "\x85",
+    "\u2028",
+    "\x1c",
+    "\ud800",
+]
+_TEXTS = st.lists(st.sampled_from(_ATOMS), max_size=60).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_TEXTS)
+def test_extract_facts_matches_the_reference(text: str) -> None:
+    assert extract_facts(text) == reference_facts(text)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_TEXTS, min_size=1, max_size=6), st.data())
+def test_fact_index_matches_the_reference_across_messages(texts: list[str], data: Any) -> None:
+    """One index over messages that share runs (as a session's do): each message's facts."""
+    mixed = [*texts, *(data.draw(st.sampled_from(texts)) + " " + t for t in texts)]
+    index = FactIndex()
+    for text in mixed:
+        message = Message(role="user", content=text)
+        assert index.of(message) == reference_facts(text), text
+
+
+def test_identifier_verdicts_match_the_rule_for_every_short_word() -> None:
+    """Every word of 6 and 7 characters over letters of both cases, a digit and "_", and every
+    spelling of the stop words: judged in bulk exactly as one by one."""
+    words = ["".join(w) for n in (6, 7) for w in product("aB_1", repeat=n)]
+    words = [w for w in words if not w[0].isdigit()]
+    words += ["".join(w) for s in _REF_STOP for w in product(*((c, c.upper()) for c in s))]
+    text = " ".join(words)
+    assert extract_facts(text) == reference_facts(text)
+    index = FactIndex()
+    for start in range(0, len(words), 997):  # in batches, as messages arrive
+        chunk = " ".join(words[start : start + 997])
+        assert index.of(Message(role="user", content=chunk)) == reference_facts(chunk)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AError: xBError and CError\nDError",  # a tail swallows later errors on its line only
+        "xAError AError: b\n: c BException",
+        "Error alone, ErrorError, XException: tail" + "y" * 200,
+        "a" * 5000 + "/b.py " + "KeyError" * 300,
+        "naïve_name1 ünïcode_2 plain_name3 →arrow_name4 12→line_5 x\u2028y_name_6",
+        "12345\xa0678 9.5 1.2.3 v1.2.3 ٣٣٣ 123.456.789 007",
+        "lone \ud800 surrogate_name1 \ud800/a.py",
+        "/a/b.py //c/d.md x//e.json -/f/g.toml a.b-/c/d.py a/b.py/c.md/",
+    ],
+)
+def test_extract_facts_edge_cases_match_the_reference(text: str) -> None:
+    assert extract_facts(text) == reference_facts(text)
+
+
+@pytest.mark.corpus
+def test_every_corpus_message_matches_the_reference(corpus: Path) -> None:
+    checked = 0
+    for path in corpus_files(corpus):
+        for session in load(path, lenient=True).sessions:
+            index = FactIndex()
+            for call in session.calls:
+                messages = [*call.request.messages, *([call.response] if call.response else [])]
+                for message in messages:
+                    assert index.of(message) == reference_facts(message_text(message)), path
+                    checked += 1
+    assert checked > 0

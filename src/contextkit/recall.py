@@ -11,9 +11,12 @@ the proxy does not see), and reports list examples so a person can judge.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from itertools import compress, product
+from operator import itemgetter, not_
 
 from contextkit.messages import Conversation, Message
 from contextkit.tokens import block_text
@@ -48,51 +51,151 @@ _STOP = frozenset(
         "because",
     }
 )
-
-
-def _is_identifier(word: str) -> bool:
-    """snake_case, a digit, or mixed case (an upper-case letter after the first). Words are
-    ASCII ``[A-Za-z0-9_]`` (see ``_IDENT``), so str methods stand in for per-character loops."""
-    if word.lower() in _STOP:
-        return False
-    tail, letters_digits = word[1:], word.replace("_", "")
-    has_digit = bool(letters_digits) and not letters_digits.isalpha()
-    has_mixed = tail != tail.lower() and word != word.upper()
-    return "_" in word.strip("_") or has_digit or has_mixed
+_STOP_CASES = frozenset(
+    "".join(letters) for word in _STOP for letters in product(*((c, c.upper()) for c in word))
+)
+"""Every spelling of a stop word in either case (what ``word.lower() in _STOP`` accepts)."""
+_REJECT = re.compile(r"\n(_*+[A-Z]*+_*+|_*+[a-z]*+_*+|[A-Za-z][a-z]*+_*+)(?![^\n])")
+"""Over words of ``_IDENT``'s shape, each after a newline: those with no digit, no inner
+underscore and no mixed case (no upper-case letter after the first, or no lower-case letter).
+An identifier is such a word that is none of these and no stop word (``_STOP_CASES``): snake
+case, a digit, or mixed case. One scan judges many words (the newline lets it skip ahead)."""
+_TOKENS = re.compile(rf"\n|{_IDENT.pattern}|{_NUMBER.pattern}")
+r"""Identifier-shaped words, numbers and separators. The two patterns start on disjoint
+characters and a word match spans a whole ``\w`` run, so one scan finds what two find."""
+_PATH_RUNS = re.compile(rf"\n|{_PATH_RUN.pattern}")
+_PATHS = re.compile(rf"\n|(?<![\w.-]){_PATH.pattern}")
+r"""``_PATH`` with its first branch tried only after a character outside ``[\w.-]``: the rest
+of a segment cannot start a match (if that branch matches at i+1 and the character at i is in
+``[\w.-]``, it matches at i too, with a longer first segment; and a match never ends where
+another could start, as the greedy repetition would have taken both). Without the guard it
+rescans the rest of a path from every character, quadratic in the path's length."""
+_RUN_BYTES = bytes(
+    c if c >= 0x80 or chr(c) in string.ascii_letters + string.digits + "_./-" else 0x20
+    for c in range(256)
+)
+r"""A ``bytes.translate`` table for UTF-8 text: ASCII characters outside ``[\w./-]`` become
+spaces (multi-byte characters pass unchanged, so the result still decodes)."""
 
 
 def extract_facts(text: str, verdicts: dict[str, bool] | None = None) -> frozenset[str]:
-    r"""Identifiers, paths, numbers and error strings in ``text``.
+    """Identifiers, paths, numbers and error strings in ``text`` (see :class:`_RunFacts`).
 
-    ``verdicts`` memoises :func:`_is_identifier` per word (a :class:`FactIndex` passes its own:
-    a session repeats its words in message after message).
+    ``verdicts`` is accepted for compatibility and left untouched: :class:`FactIndex` now
+    remembers facts per run of path characters, which covers the per-word verdicts."""
+    del verdicts
+    return _RunFacts().facts(text)
 
-    Why whitespace-separated pieces: no path, number or identifier match holds or looks past
-    whitespace (it is neither ``\w`` nor ``.``, so it bounds ``\b`` and the lookarounds as the
-    text's ends do), so the patterns find the same over each distinct piece, joined by newlines,
-    as over the text, and a message that repeats a line or a word is scanned once per distinct
-    piece. Only error strings (whose message runs on past spaces) are read from the text itself.
-    """
-    facts: set[str] = set()
-    pieces = set(text.split())
-    dotted = "\n".join([p for p in pieces if "." in p])  # a path holds a dot
-    for run in _PATH_RUN.findall(dotted):
-        facts.update(_PATH.findall(run))
-    if "Error" in text or "Exception" in text:  # _ERROR needs one of them; skip the scan
-        facts.update(m.strip() for m in _ERROR.findall(text))
-    joined = "\n".join(pieces)
-    facts.update(_NUMBER.findall(joined))
-    words = set(_IDENT.findall(joined))
-    if verdicts is None:
-        facts.update(w for w in words if _is_identifier(w))
-        return frozenset(facts)
-    for word in words:
-        verdict = verdicts.get(word)
-        if verdict is None:
-            verdict = verdicts[word] = _is_identifier(word)
-        if verdict:
-            facts.add(word)
-    return frozenset(facts)
+
+def _runs(text: str) -> set[str]:
+    """The distinct runs of ``text``: what lies between ASCII characters outside ``[\\w./-]``
+    and whitespace, cut in C (UTF-8, ``bytes.translate``, ``split``)."""
+    cut = text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES)
+    return set(cut.decode("utf-8", "surrogatepass").split())
+
+
+class _RunFacts:
+    r"""Facts per run, remembered for a session: the patterns run once over the runs that no
+    earlier text held, and a text's facts are the union over its runs (and its error strings).
+
+    Why runs: no path, number or identifier match holds a character outside ``[\w./-]``, and
+    the lookarounds and ``\b`` treat one as they treat the text's ends (it is neither ``\w``
+    nor ``.``), so the patterns find over the distinct runs, joined by newlines, what they find
+    over the text. (Non-ASCII characters stay inside runs, where the patterns judge them as
+    in the text.) Runs repeat across a session's messages far more than lines or words do.
+    Only error strings (whose message runs on past spaces) are read from the text itself.
+
+    Each scan runs over the new runs joined by newlines, with ``\n`` as an alternative: the
+    matches come with one separator between runs, so joining them with spaces and splitting at
+    the newlines gives, in C, each run's facts (facts hold no whitespace). Most runs hold no
+    fact or are their only fact (``selves``: a set intersection finds them in a text)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.selves: set[str] = set()
+        """runs whose facts are just the run itself"""
+        self.compound: dict[str, tuple[str, ...]] = {}
+        """the other runs that hold facts, with their facts"""
+        self.judged: set[str] = set()
+        self.rejected: set[str] = set()
+        """identifier-shaped words that are not identifiers (see ``_REJECT``)"""
+
+    def facts(self, text: str) -> frozenset[str]:
+        runs = _runs(text)
+        new = runs - self.seen
+        if new:
+            self._learn(list(new))
+        found = runs & self.selves
+        found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
+        found.update(_errors(text))
+        return frozenset(found)
+
+    def _learn(self, runs: list[str]) -> None:
+        self.seen.update(runs)
+        tokens = _TOKENS.findall("\n".join(runs))
+        self._judge(tokens)
+        rejected = self.rejected
+        chunks = _chunks([t for t in tokens if t not in rejected])
+        for i, paths in _paths(runs):
+            chunks[i] = f"{chunks[i]} {paths}"
+        chunks = list(map(str.strip, chunks))
+        alone = list(map(str.__eq__, runs, chunks))
+        self.selves.update(compress(runs, alone))
+        # The others that hold facts, filtered in C (most runs hold none or only themselves).
+        others = filter(itemgetter(1), compress(zip(runs, chunks, strict=True), map(not_, alone)))
+        self.compound.update((run, tuple(chunk.split())) for run, chunk in others)
+
+    def _judge(self, tokens: list[str]) -> None:
+        """Collect the rejected words among tokens not seen before (numbers are never)."""
+        fresh = set(tokens) - self.judged
+        self.judged |= fresh
+        fresh.discard("\n")
+        self.rejected |= fresh & _STOP_CASES
+        self.rejected.update(_REJECT.findall("\n" + "\n".join(fresh)))
+
+
+def _chunks(tokens: list[str]) -> list[str]:
+    r"""Per run, its tokens space-separated, from the tokens found in runs joined by newlines
+    (with one ``"\n"`` token between consecutive runs)."""
+    return " ".join(tokens).split("\n")
+
+
+def _paths(runs: list[str]) -> list[tuple[int, str]]:
+    """(index, its paths space-separated) of the runs that hold paths: ``_PATH`` over the
+    stretches ``_PATH_RUN`` finds in the runs that hold a dot (a path does)."""
+    dotted = [i for i, run in enumerate(runs) if "." in run]
+    if not dotted:
+        return []
+    stretches = _PATH_RUNS.findall("\n".join([runs[i] for i in dotted]))
+    found = _chunks(_PATHS.findall(" ".join(stretches)))
+    return [(i, paths) for i, paths in zip(dotted, found, strict=True) if paths.strip()]
+
+
+def _errors(text: str) -> list[str]:
+    r"""``_ERROR.findall(text)``, stripped, reading only the lines that hold "Error" or
+    "Exception" (the pattern needs one of them, and a match never crosses a newline: ``\w``,
+    ``[^\n]`` and the one-character lookbehind stop at it as at the text's ends). Each search
+    starts where findall's would resume (or later on the same line, when no occurrence lies
+    between), so a match's ": message" tail swallows what it swallows in findall."""
+    found: list[str] = []
+    err, exc = text.find("Error"), text.find("Exception")
+    pos = end = 0
+    while err >= 0 or exc >= 0:
+        at = exc if err < 0 or 0 <= exc < err else err  # the first occurrence at or after pos
+        if at >= end:
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+        match = _ERROR.search(text, max(pos, text.rfind("\n", pos, at) + 1), end)
+        if match is None:
+            pos = end  # nothing starts on the rest of this line
+        else:
+            found.append(match.group().strip())
+            pos = match.end()
+        if 0 <= err < pos:
+            err = text.find("Error", pos)
+        if 0 <= exc < pos:
+            exc = text.find("Exception", pos)
+    return found
 
 
 def message_text(message: Message) -> str:
@@ -106,15 +209,15 @@ class FactIndex:
     """Facts per message object, computed once per object (views share their messages)."""
 
     _memo: dict[int, tuple[Message, frozenset[str]]] = field(default_factory=dict)
-    _verdicts: dict[str, bool] = field(default_factory=dict)
-    """Whether a word is an identifier, per word (bounded by the session's vocabulary)."""
+    _per_run: _RunFacts = field(default_factory=_RunFacts)
+    """Facts per run of path characters (a session repeats its runs message after message)."""
     _systems: dict[int, tuple[object, str]] = field(default_factory=dict)
 
     def of(self, message: Message) -> frozenset[str]:
         hit = self._memo.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        facts = extract_facts(message_text(message), self._verdicts)
+        facts = self._per_run.facts(message_text(message))
         self._memo[id(message)] = (message, facts)
         return facts
 
