@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import operator
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import NamedTuple, cast
 
 from contextkit.messages import (
     Block,
@@ -29,7 +30,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.tokens import TokenCounter
+from contextkit.tokens import CalibratedCounter, MemoCounter, TokenCounter
 
 
 class MessageInfo(NamedTuple):
@@ -57,12 +58,20 @@ def info(message: Message) -> MessageInfo:
     if hit is not None and hit[0] is message:
         return hit[1]
     blocks = () if isinstance(message.content, str) else message.content
-    results = tuple((j, b) for j, b in enumerate(blocks) if isinstance(b, ToolResultBlock))
+    results: list[tuple[int, ToolResultBlock]] = []
+    uses = thinking = False
+    for j, b in enumerate(blocks):  # one pass: every new message of a replay comes through here
+        if isinstance(b, ToolResultBlock):
+            results.append((j, b))
+        elif isinstance(b, ToolUseBlock):
+            uses = True
+        elif isinstance(b, ThinkingBlock | RedactedThinkingBlock):
+            thinking = True
     derived = MessageInfo(
         turn_start=message.role == "user" and not results,
-        tool_uses=any(isinstance(b, ToolUseBlock) for b in blocks),
-        thinking=any(isinstance(b, ThinkingBlock | RedactedThinkingBlock) for b in blocks),
-        results=results,
+        tool_uses=uses,
+        thinking=thinking,
+        results=tuple(results),
     )
     if len(_MEMO) >= _MEMO_LIMIT:
         _MEMO.clear()
@@ -123,14 +132,82 @@ def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUse
     return found
 
 
-class _Tally(NamedTuple):
+# --------------------------------------------------------------------------------------------------
+# Totals asked at every call of a growing view
+#
+# Triggers and budget checks ask for a total of the whole view at every call. Even looked up in C,
+# a memo visited per message costs more per call than the call's new messages do, so the totals of
+# the last views a counter saw are kept (per counter, weakly: they go with the counter) and a view
+# that extends one of them (same head, same message objects: checked by identity, in C) pays only
+# for what it appended. Anything else is counted in full, exactly as before.
+
+_Head = tuple[object, ...]
+_SEEN_PER_KIND = 4
+"""Views remembered per counter and kind of total: a replay walks a few threads at once."""
+
+
+class _Seen(NamedTuple):
     messages: tuple[Message, ...]
+    head: _Head
+    """What the total depends on besides the messages (kept alive: compared by identity)."""
+    extra: object
+    """The same, compared by equality (pydantic copies a model's extras with the model)."""
     total: int
 
 
-_TALLIES: weakref.WeakKeyDictionary[TokenCounter, list[_Tally]] = weakref.WeakKeyDictionary()
-_TALLIES_PER_COUNTER = 4
-"""Views remembered per counter: a replay walks a few threads (side calls) at once."""
+class _Totals:
+    """A counter's remembered totals, and each message's tool-result tokens by identity."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[_Seen]] = {}
+        # id(message) -> tool-result tokens. Every message in it is kept alive in _kept (as
+        # MemoCounter keeps what it counted), so its id cannot be reused: looked up in C.
+        self.results: dict[int, int] = {}
+        self._kept: list[Message] = []
+
+    def result_tokens(self, message: Message, counter: TokenCounter) -> int:
+        tokens = self.results[id(message)] = _result_tokens(message, counter)
+        self._kept.append(message)
+        return tokens
+
+
+_TOTALS: weakref.WeakKeyDictionary[TokenCounter, _Totals] = weakref.WeakKeyDictionary()
+
+
+def _totals(counter: TokenCounter) -> _Totals | None:
+    try:
+        found = _TOTALS.get(counter)
+        if found is None:
+            found = _TOTALS[counter] = _Totals()
+    except TypeError:  # a counter that cannot be weakly referenced: nothing is remembered
+        return None
+    return found
+
+
+def _grown(
+    seen: list[_Seen],
+    messages: tuple[Message, ...],
+    head: _Head,
+    extra: object,
+    part: Callable[[Message], int],
+) -> int | None:
+    """The total of ``messages`` from a remembered view they extend (None when none matches)."""
+    for k, entry in enumerate(seen):
+        n = len(entry.messages)
+        if (
+            n <= len(messages)
+            and all(map(operator.is_, entry.head, head))
+            and entry.extra == extra
+            and (entry.messages is messages or all(map(operator.is_, entry.messages, messages)))
+        ):
+            del seen[k]
+            return entry.total + sum(map(part, messages[n:]))
+    return None
+
+
+def _remember(seen: list[_Seen], entry: _Seen) -> None:
+    seen.insert(0, entry)
+    del seen[_SEEN_PER_KIND:]
 
 
 def _result_tokens(message: Message, counter: TokenCounter) -> int:
@@ -142,24 +219,68 @@ def _result_tokens(message: Message, counter: TokenCounter) -> int:
 def tool_result_tokens(messages: tuple[Message, ...], counter: TokenCounter) -> int:
     """Tokens of the tool results in user messages, counted by ``counter``.
 
-    Triggers ask this at every call of a growing view: the total of the last views a counter saw
-    is kept (by identity of their messages, which a view shares with the next), so a view that
-    only appended pays for what it appended. Kept per counter, weakly: it goes with the counter.
+    Incremental over a growing view (see above); after an edit each message's own total is
+    looked up in C, so only the edited messages are counted again.
     """
-    try:
-        tallies = _TALLIES.setdefault(counter, [])
-    except TypeError:  # a counter that cannot be weakly referenced: count in full
+    totals = _totals(counter)
+    if totals is None:
         return sum(_result_tokens(m, counter) for m in messages)
-    for i, (seen, before) in enumerate(tallies):
-        n = len(seen)
-        if n <= len(messages) and (seen is messages or all(map(operator.is_, seen, messages))):
-            total = before + sum(_result_tokens(m, counter) for m in messages[n:])
-            del tallies[i]
-            break
-    else:
-        total = sum(_result_tokens(m, counter) for m in messages)
-    tallies.insert(0, _Tally(messages, total))
-    del tallies[_TALLIES_PER_COUNTER:]
+    seen = totals.seen.setdefault("results", [])
+    total = _grown(seen, messages, (), None, partial(_message_result_tokens, totals, counter))
+    if total is None:
+        total = _all_result_tokens(totals, messages, counter)
+    _remember(seen, _Seen(messages, (), None, total))
+    return total
+
+
+def _message_result_tokens(totals: _Totals, counter: TokenCounter, message: Message) -> int:
+    known = totals.results.get(id(message))
+    return totals.result_tokens(message, counter) if known is None else known
+
+
+def _all_result_tokens(
+    totals: _Totals, messages: tuple[Message, ...], counter: TokenCounter
+) -> int:
+    counts = list(map(totals.results.get, map(id, messages)))
+    try:
+        first = counts.index(None)  # usually the edited and the newest messages only
+    except ValueError:
+        return sum(cast("list[int]", counts))
+    total = sum(cast("list[int]", counts[:first]))
+    for message, known in zip(messages[first:], counts[first:], strict=True):
+        total += totals.result_tokens(message, counter) if known is None else known
+    return total
+
+
+def _additive(counter: TokenCounter) -> bool:
+    """Whether ``counter.count_conversation`` is a total of the head (tools, system, request
+    parameters) plus ``count_message`` of each message: MemoCounter's own sum."""
+    cls = type(counter)
+    return (
+        isinstance(counter, MemoCounter)
+        and cls.count_conversation in _ADDITIVE
+        and getattr(cls, "_count_messages", None) is _MEMO_SUM
+    )
+
+
+_ADDITIVE = (MemoCounter.count_conversation, CalibratedCounter.count_conversation)
+_MEMO_SUM = MemoCounter._count_messages
+
+
+def conversation_tokens(view: Conversation, counter: TokenCounter) -> int:
+    """``counter.count_conversation(view)``, incremental over a growing view (see above) for
+    counters that add up per message; other counters are asked every time."""
+    totals = _totals(counter) if _additive(counter) else None
+    if totals is None:
+        return counter.count_conversation(view)
+    messages = view.messages
+    head = (type(view), view.tools, view.system)
+    extra = (view.model, view.__pydantic_extra__)
+    seen = totals.seen.setdefault("conversation", [])
+    total = _grown(seen, messages, head, extra, counter.count_message)
+    if total is None:
+        total = counter.count_conversation(view)
+    _remember(seen, _Seen(messages, head, extra, total))
     return total
 
 
@@ -176,8 +297,14 @@ def replace_messages(view: Conversation, changed: Mapping[int, Message]) -> Conv
     """The view with some messages replaced by index; the others are the same objects."""
     if not changed:
         return view
-    messages = tuple(changed.get(i, m) for i, m in enumerate(view.messages))
-    return view.with_messages(messages)
+    messages = list(view.messages)  # copied in C; only the changed slots are touched
+    slots = [i for i in changed if 0 <= i < len(messages)]  # other indices name no message
+    for i in slots:
+        messages[i] = changed[i]
+    if all(messages[i] is view.messages[i] for i in slots):
+        return view
+    # What ``with_messages`` would return, without comparing the changed messages field by field.
+    return view.model_copy(update={"messages": tuple(messages)})
 
 
 def text_block(text: str) -> TextBlock:
@@ -215,6 +342,7 @@ def prefix_tokens(view: Conversation, where: tuple[str, int], counter: TokenCoun
 
 __all__ = [
     "MessageInfo",
+    "conversation_tokens",
     "first_changed",
     "has_tool_results",
     "has_tool_uses",

@@ -31,6 +31,7 @@ from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
+    conversation_tokens,
     first_changed,
     prefix_tokens,
     tool_result_tokens,
@@ -94,7 +95,7 @@ class OverFraction(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return facts.counter.count_conversation(view) > self.fraction * facts.context_window
+        return conversation_tokens(view, facts.counter) > self.fraction * facts.context_window
 
 
 class OverTokens(TriggerModel):
@@ -109,7 +110,7 @@ class OverTokens(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return facts.counter.count_conversation(view) > self.tokens
+        return conversation_tokens(view, facts.counter) > self.tokens
 
 
 class TurnsOver(TriggerModel):
@@ -232,7 +233,7 @@ class When(StrategyModel):
 
 
 def _fits(view: Conversation, facts: CallFacts) -> bool:
-    return facts.counter.count_conversation(view) <= facts.budget_tokens
+    return conversation_tokens(view, facts.counter) <= facts.budget_tokens
 
 
 class EscalateUntilFits(StrategyModel):
@@ -279,7 +280,7 @@ class Hysteresis(StrategyModel):
         return self
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        total = facts.counter.count_conversation(view)
+        total = conversation_tokens(view, facts.counter)
         if total <= self.high * facts.context_window and total <= facts.budget_tokens:
             return Compacted(view=view)  # under the high-water mark and within the budget
         target = min(facts.budget_tokens, int(self.low * facts.context_window))
@@ -313,7 +314,7 @@ class CacheAwareGate(StrategyModel):
             return False
         counter = facts.counter
         kept = prefix_tokens(old, where, counter)
-        before, after = counter.count_conversation(old), counter.count_conversation(new)
+        before, after = conversation_tokens(old, counter), conversation_tokens(new, counter)
         write = self.price.cache_write_5m if self.price else DEFAULT_CACHE_WRITE
         read = self.price.cache_read if self.price else DEFAULT_CACHE_READ
         n = self.horizon_calls

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from itertools import compress
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
@@ -35,7 +36,13 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.strategies._config import StrategyModel
-from contextkit.strategies._structure import info, replace_messages, tool_uses_by_id, with_blocks
+from contextkit.strategies._structure import (
+    conversation_tokens,
+    info,
+    replace_messages,
+    tool_uses_by_id,
+    with_blocks,
+)
 from contextkit.strategies.base import CallFacts, Compacted, Receipt
 from contextkit.tokens import TokenCounter, block_text
 
@@ -62,8 +69,7 @@ def is_evicted(result: ToolResultBlock) -> bool:
     return isinstance(result.content, str) and result.content.startswith(PLACEHOLDER_PREFIX)
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     """A tool result that may be evicted: where it is, its tool and its size."""
 
     message: int
@@ -73,6 +79,8 @@ class _Found:
     tokens: int
     saving: int
     """Tokens freed by replacing it with its placeholder."""
+    text: str
+    """The placeholder."""
 
 
 @dataclass(frozen=True)
@@ -92,28 +100,41 @@ _Located = tuple[int, int, ToolResultBlock]
 """(message index, block index, result)."""
 
 
-_LIVE: dict[int, tuple[Message, tuple[tuple[int, ToolResultBlock], ...]]] = {}
+_LIVE: dict[int, tuple[tuple[int, ToolResultBlock], ...]] = {}
+_LIVE_KEPT: list[Message] = []
 _LIVE_LIMIT = 200_000
 
 
 def _live(message: Message) -> tuple[tuple[int, ToolResultBlock], ...]:
-    """(block index, result) of the results in ``message`` not evicted yet, memoised by identity
-    (the memo holds the message, so its id cannot be reused, and is bounded)."""
-    hit = _LIVE.get(id(message))
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    live = tuple((j, r) for j, r in info(message).results if not is_evicted(r))
-    if len(_LIVE) >= _LIVE_LIMIT:
-        _LIVE.clear()
-    _LIVE[id(message)] = (message, live)
+    """(block index, result) of the results in ``message`` not evicted yet, memoised by identity.
+
+    The memo keeps each message it holds alive (so its id cannot be reused and a hit needs no
+    identity check: it is looked up in C over a whole view) and is bounded."""
+    live = _LIVE.get(id(message))
+    if live is None:
+        live = tuple((j, r) for j, r in info(message).results if not is_evicted(r))
+        if len(_LIVE) >= _LIVE_LIMIT:
+            _LIVE.clear()
+            _LIVE_KEPT.clear()
+        _LIVE[id(message)] = live
+        _LIVE_KEPT.append(message)
     return live
 
 
 def _results(messages: Sequence[Message]) -> list[_Located]:
-    # Cheap on purpose: this runs at every call over the whole view; sizes and names are looked
-    # up later, only for the few results that may be evicted. Evicted results are left out: they
-    # are older than every kept one, so the recent results that stay are the same either way.
-    return [(i, j, r) for i, m in enumerate(messages) for j, r in _live(m)]
+    # Cheap on purpose: this runs over the whole view; sizes and names are looked up later, only
+    # for the few results that may be evicted. Evicted results are left out: they are older than
+    # every kept one, so the recent results that stay are the same either way.
+    lives = list(map(_LIVE.get, map(id, messages)))
+    try:
+        first = lives.index(None)  # usually the newest messages only
+    except ValueError:
+        first = len(lives)
+    for i in range(first, len(lives)):
+        if lives[i] is None:
+            lives[i] = _live(messages[i])
+    # compress: only the messages holding live results are visited in Python.
+    return [(i, j, r) for i in compress(range(len(lives)), lives) for j, r in lives[i] or ()]
 
 
 def _tool_name(messages: Sequence[Message], index: int, result: ToolResultBlock) -> str:
@@ -157,9 +178,10 @@ def _candidates(
         name = _tool_name(messages, i, result)
         if name in plan.exclude_tools:
             continue
-        saving = tokens - counter.count_text(placeholder(name, result.tool_use_id, result))
+        text = placeholder(name, result.tool_use_id, result)
+        saving = tokens - counter.count_text(text)
         if saving > 0:
-            out.append(_Found(i, j, result, name, tokens, saving))
+            out.append(_Found(i, j, result, name, tokens, saving, text))
     return out
 
 
@@ -186,7 +208,7 @@ def evict(view: Conversation, facts: CallFacts, plan: EvictionPlan) -> Compacted
     chosen = _candidates(view.messages, found, plan, counter)
     if not chosen:
         return Compacted(view=view)
-    total = counter.count_conversation(view)
+    total = conversation_tokens(view, counter)
     over = total > facts.budget_tokens
     if plan.keep_last is None and plan.keep_tokens is None:
         chosen = _until_fits(chosen, total - facts.budget_tokens)
@@ -194,7 +216,7 @@ def evict(view: Conversation, facts: CallFacts, plan: EvictionPlan) -> Compacted
         return Compacted(view=view)  # cannot free enough: skip building the edit
     edits, receipts = _edits(view.messages, chosen, plan, counter)
     new = replace_messages(view, edits)
-    freed = total - counter.count_conversation(new)
+    freed = total - conversation_tokens(new, counter)
     if freed <= 0 or (freed < plan.min_freed_tokens and not over):
         return Compacted(view=view)
     return Compacted(view=new, receipts=tuple(receipts))
@@ -215,10 +237,9 @@ def _edits(
 ) -> tuple[dict[int, Message], list[Receipt]]:
     blocks: dict[int, list[Block]] = {}
     receipts: list[Receipt] = []
-    uses = tool_uses_by_id(messages)
+    uses: dict[str, tuple[int, ToolUseBlock]] | None = None  # looked up only to clear inputs
     for item in chosen:
-        text = placeholder(item.name, item.result.tool_use_id, item.result)
-        new_result = item.result.model_copy(update={"content": text})
+        new_result = item.result.model_copy(update={"content": item.text})
         row = blocks.setdefault(item.message, list(messages[item.message].blocks))
         row[item.block] = new_result
         freed = item.tokens - counter.count_block(new_result)
@@ -232,8 +253,11 @@ def _edits(
                 detail=f"result of {item.name}",
             )
         )
+        if not _clears_input(plan, item.name):
+            continue
+        uses = tool_uses_by_id(messages) if uses is None else uses
         located = uses.get(item.result.tool_use_id)
-        if located is not None and _clears_input(plan, item.name):
+        if located is not None:
             receipts.extend(_clear_input(messages, blocks, located, plan, counter))
     return {i: with_blocks(messages[i], row) for i, row in blocks.items()}, receipts
 

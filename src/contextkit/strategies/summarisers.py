@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain, islice
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -94,20 +95,25 @@ class ExtractiveSummariser(_SummariserModel):
     def summarise(
         self, messages: Sequence[Message], facts: CallFacts, /, *, instructions: str | None = None
     ) -> Summary:
-        sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
-        for message in messages:
-            for block in message.blocks:
+        # Only each section's most recent distinct entries are kept, so the blocks are read newest
+        # first and a section stops extracting once full: the regexes then skip most of a long
+        # span (reading it all cost more than tokenising the whole session).
+        sections = _Recent(self.max_items)
+        for message in reversed(messages):
+            if sections.done():
+                break
+            for block in reversed(message.blocks):
                 self._extract(message.role, block, sections)
         lines = [f"{SUMMARY_OPEN}", f"Summary of {len(messages)} earlier messages."]
         for name in SECTIONS:
-            items = _dedupe(sections[name])[-self.max_items :]
+            items = sections.items(name)
             if items:
                 lines.append(f"## {name}")
                 lines.extend(f"- {item}" for item in items)
         lines.append(SUMMARY_CLOSE)
         return Summary(text="\n".join(lines), usage=None, model=None)
 
-    def _extract(self, role: str, block: object, sections: dict[str, list[str]]) -> None:
+    def _extract(self, role: str, block: object, sections: _Recent) -> None:
         if isinstance(block, TextBlock) and SUMMARY_OPEN in block.text:
             _merge_prior(block.text, sections)
         elif isinstance(block, CompactionBlock):
@@ -115,31 +121,44 @@ class ExtractiveSummariser(_SummariserModel):
         elif isinstance(block, TextBlock):
             self._from_text(role, block.text, sections)
         elif isinstance(block, ToolUseBlock):
-            sections["Files and identifiers"].extend(_inputs_named(block))
+            if not sections.full(_FILES):
+                sections.add(_FILES, _inputs_named(block))
         elif isinstance(block, ToolResultBlock):
             self._from_result(block, sections)
 
-    def _from_text(self, role: str, text: str, sections: dict[str, list[str]]) -> None:
-        sections["Files and identifiers"].extend(_identifiers(text))
+    def _from_text(self, role: str, text: str, sections: _Recent) -> None:
+        # Within a block, entries go in section by section: each section's own order is what
+        # counts (sections are independent), and they are added newest first.
+        if not sections.full(_FILES):
+            sections.add(_FILES, _identifiers(text))
         if role == "user":
-            sections["User requests"].append(self._clip(text))
+            if not sections.full("User requests"):
+                sections.add("User requests", [self._clip(text)])
             return
+        if sections.full("Open items") and sections.full("Decisions"):
+            return
+        opened: list[str] = []
+        decided: list[str] = []
         for line in _sentences(text):
             if _OPEN.search(line):
-                sections["Open items"].append(self._clip(line))
+                opened.append(self._clip(line))
             elif _DECISION.search(line):
-                sections["Decisions"].append(self._clip(line))
+                decided.append(self._clip(line))
+        sections.add("Open items", opened)
+        sections.add("Decisions", decided)
 
-    def _from_result(self, block: ToolResultBlock, sections: dict[str, list[str]]) -> None:
+    def _from_result(self, block: ToolResultBlock, sections: _Recent) -> None:
         text = block.text
-        sections["Files and identifiers"].extend(_identifiers(text)[:5])
-        errors = [line for line in text.splitlines() if _ERROR.search(line)]
-        if block.is_error and not errors and text.strip():
-            errors = [text.strip().splitlines()[0]]
-        sections["Errors"].extend(self._clip(line.strip()) for line in errors[-3:])
-        sections["Open items"].extend(
-            self._clip(line.strip()) for line in text.splitlines() if "TODO" in line
-        )
+        if not sections.full(_FILES):
+            sections.add(_FILES, _first_identifiers(text, 5))
+        if not sections.full("Errors"):
+            errors = _error_lines(text)
+            if block.is_error and not errors and text.strip():
+                errors = [text.strip().splitlines()[0]]
+            sections.add("Errors", [self._clip(line.strip()) for line in errors[-3:]])
+        if "TODO" in text and not sections.full("Open items"):
+            todo = [line for line in text.splitlines() if "TODO" in line]
+            sections.add("Open items", [self._clip(line.strip()) for line in todo])
 
     def _clip(self, text: str) -> str:
         flat = " ".join(text.split())
@@ -148,14 +167,57 @@ class ExtractiveSummariser(_SummariserModel):
         return flat[: self.max_item_chars - 3] + "..."
 
 
-def _dedupe(items: list[str]) -> list[str]:
-    """Unique items, each at the position of its last occurrence."""
-    last = {item: i for i, item in enumerate(items)}
-    return [item for i, item in enumerate(items) if last[item] == i and item]
+_FILES = "Files and identifiers"
+
+
+class _Recent:
+    """Per section, the most recent distinct non-empty entries (at most ``limit``), filled newest
+    first: the same entries, in the same order, as keeping every entry, de-duplicating each at
+    its last occurrence and taking the last ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._newest_first: dict[str, list[str]] = {name: [] for name in SECTIONS}
+        self._seen: dict[str, set[str]] = {name: set() for name in SECTIONS}
+
+    def full(self, section: str) -> bool:
+        return len(self._newest_first[section]) >= self.limit
+
+    def done(self) -> bool:
+        return all(self.full(name) for name in SECTIONS)
+
+    def add(self, section: str, entries: Sequence[str]) -> None:
+        """Add the entries of one block (in reading order), which is older than all added so far."""
+        kept, seen = self._newest_first[section], self._seen[section]
+        for entry in reversed(entries):
+            if len(kept) >= self.limit:
+                return
+            if entry and entry not in seen:
+                seen.add(entry)
+                kept.append(entry)
+
+    def items(self, section: str) -> list[str]:
+        return self._newest_first[section][::-1]
 
 
 def _identifiers(text: str) -> list[str]:
     return [m.group(0) for m in _PATH.finditer(text)] + [m.group(1) for m in _CODE.finditer(text)]
+
+
+def _first_identifiers(text: str, limit: int) -> list[str]:
+    """``_identifiers(text)[:limit]``, without scanning past the ``limit``-th one."""
+    paths = (m.group(0) for m in _PATH.finditer(text))
+    code = (m.group(1) for m in _CODE.finditer(text))
+    return list(islice(chain(paths, code), limit))
+
+
+def _error_lines(text: str) -> list[str]:
+    """The lines of ``text`` that mention an error."""
+    # No line can match when the whole text does not (separators are not word characters and
+    # no alternative spans one): one scan instead of one search per line, for most results.
+    if not _ERROR.search(text):
+        return []
+    return [line for line in text.splitlines() if _ERROR.search(line)]
 
 
 def _inputs_named(block: ToolUseBlock) -> list[str]:
@@ -173,14 +235,17 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
-def _merge_prior(text: str, sections: dict[str, list[str]]) -> None:
+def _merge_prior(text: str, sections: _Recent) -> None:
     """Carry the entries of an earlier summary forward, section by section."""
+    found: dict[str, list[str]] = {name: [] for name in SECTIONS}
     current: str | None = None
     for line in text.splitlines():
-        if line.startswith("## ") and line[3:] in sections:
+        if line.startswith("## ") and line[3:] in found:
             current = line[3:]
         elif current is not None and line.startswith("- "):
-            sections[current].append(line[2:])
+            found[current].append(line[2:])
+    for name, entries in found.items():
+        sections.add(name, entries)
 
 
 # --------------------------------------------------------------------------------------------------
