@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import compress, product
-from operator import itemgetter, not_
+from operator import eq, itemgetter, not_
 
 from contextkit.messages import Conversation, Message
 from contextkit.tokens import block_text
@@ -137,9 +137,8 @@ class _RunFacts:
         rejected = self.rejected
         chunks = _chunks([t for t in tokens if t not in rejected])
         for i, paths in _paths(runs):
-            chunks[i] = f"{chunks[i]} {paths}"
-        chunks = list(map(str.strip, chunks))
-        alone = list(map(str.__eq__, runs, chunks))
+            chunks[i] = f"{chunks[i]} {paths}" if chunks[i] else paths
+        alone = list(map(eq, runs, chunks))
         self.selves.update(compress(runs, alone))
         # The others that hold facts, filtered in C (most runs hold none or only themselves).
         others = filter(itemgetter(1), compress(zip(runs, chunks, strict=True), map(not_, alone)))
@@ -156,8 +155,9 @@ class _RunFacts:
 
 def _chunks(tokens: list[str]) -> list[str]:
     r"""Per run, its tokens space-separated, from the tokens found in runs joined by newlines
-    (with one ``"\n"`` token between consecutive runs)."""
-    return " ".join(tokens).split("\n")
+    (with one ``"\n"`` token between consecutive runs). Tokens hold no whitespace, so the
+    spaces next to a newline are the joins around a separator: dropped, in C."""
+    return " ".join(tokens).replace(" \n", "\n").replace("\n ", "\n").split("\n")
 
 
 def _paths(runs: list[str]) -> list[tuple[int, str]]:
@@ -168,7 +168,7 @@ def _paths(runs: list[str]) -> list[tuple[int, str]]:
         return []
     stretches = _PATH_RUNS.findall("\n".join([runs[i] for i in dotted]))
     found = _chunks(_PATHS.findall(" ".join(stretches)))
-    return [(i, paths) for i, paths in zip(dotted, found, strict=True) if paths.strip()]
+    return [(i, paths) for i, paths in zip(dotted, found, strict=True) if paths]
 
 
 def _errors(text: str) -> list[str]:
