@@ -19,6 +19,7 @@ import pytest
 from contextkit.calibration import FamilyCalibration, default_calibration
 from contextkit.messages import (
     Conversation,
+    Message,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -26,6 +27,7 @@ from contextkit.messages import (
     parse_conversation,
 )
 from contextkit.reference import tool_use_overhead
+from contextkit.testing import FixedCounter
 from contextkit.tokens import (
     AnthropicCountingCounter,
     ApproxCounter,
@@ -333,3 +335,17 @@ def test_counting_endpoint_errors_surface(conversation: Conversation) -> None:
     counter = AnthropicCountingCounter("claude-sonnet-4-5", client=client)
     with pytest.raises(anthropic.APIConnectionError):
         counter.count_conversation(conversation)
+
+
+def test_counting_a_growing_history_reuses_the_total_and_sees_every_edit() -> None:
+    """Totals of histories that extend an earlier one reuse it; any other history is summed
+    afresh, so a replaced message in the middle, a shorter history or a sixth thread all count
+    exactly as a fresh counter does."""
+    memo, fresh = FixedCounter(), FixedCounter
+    messages = tuple(Message(role="user", content=f"message {i} " * (i + 1)) for i in range(12))
+    histories = [messages[:n] for n in range(1, 13)]
+    edited = (*messages[:5], Message(role="user", content="changed " * 50), *messages[6:])
+    histories += [edited, messages[:3], messages, *(messages[k:] for k in range(6)), messages]
+    for history in histories:
+        conversation = Conversation(messages=history)
+        assert memo.count_conversation(conversation) == fresh().count_conversation(conversation)

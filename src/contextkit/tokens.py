@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import warnings
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -128,6 +129,7 @@ class MemoCounter:
         # text -> count: distinct blocks often carry the same text (a file read twice, the same
         # placeholder for every evicted result), and the unique text is what should be tokenised.
         self._texts: dict[str, int] = {}
+        self._tallies: list[tuple[tuple[Message, ...], int]] = []
 
     @property
     def name(self) -> str:
@@ -213,8 +215,33 @@ class MemoCounter:
         )
 
     def _count_messages(self, messages: tuple[Message, ...]) -> int:
-        # Strategies and triggers count the whole view at every call: look the memo up in C
-        # (map over ids) and fall back to count_message only for messages not counted yet.
+        """The messages' total. Callers count a growing history at every call: a history that
+        extends one of the last few counted (the same objects, checked in C) costs only its new
+        messages; otherwise the memo is looked up in C (map over ids) and ``count_message`` is
+        called only for messages not counted yet."""
+        tallies = self._tallies
+        hit = next(
+            (
+                (i, n, total)
+                for i, (before, total) in enumerate(tallies)
+                if (n := len(before)) <= len(messages) and all(map(operator.is_, before, messages))
+            ),
+            None,
+        )
+        if hit is None:
+            i, total = len(tallies), self._count_all(messages)
+        else:
+            i, n, total = hit
+            total += self._count_all(messages[n:]) if n < len(messages) else 0
+        del tallies[i : i + 1]
+        tallies.insert(0, (messages, total))
+        del tallies[self._TALLIES :]
+        return total
+
+    _TALLIES = 4
+    """Histories remembered for :meth:`_count_messages` (a replay walks a tape and a view)."""
+
+    def _count_all(self, messages: tuple[Message, ...]) -> int:
         counts = list(map(self._memo.get, map(id, messages)))
         try:
             first = counts.index(None)  # usually the newest messages only
