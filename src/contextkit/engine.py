@@ -21,10 +21,11 @@ Contract:
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -146,6 +147,9 @@ class ContextEngine:
         # id -> breakpoints a view message carries; _marks_kept keeps those ids from being reused.
         self._marks_memo: dict[int, int] = {}
         self._marks_kept: list[Message] = []
+        self._facts: CallFacts | None = None
+        self._marks_last: tuple[tuple[Message, ...], int] = ((), 0)
+        """The last view's messages and the breakpoints they carry."""
 
     # -- state -------------------------------------------------------------------------------
 
@@ -225,14 +229,20 @@ class ContextEngine:
 
     def prepare(self) -> Prepared:
         """Shape the view for the next call and return the request to send."""
-        facts = CallFacts(
-            counter=self.counter,
-            budget_tokens=self.budget_tokens,
-            context_window=self.context_window,
-            model=self._view.model,
-            now=self.clock(),
-            call_index=len(self._calls),
-        )
+        base = self._facts
+        if base is None or (base.counter, base.budget_tokens, base.context_window) != (
+            self.counter,
+            self.budget_tokens,
+            self.context_window,
+        ):  # validated once per setting: checking the counter against its runtime Protocol at
+            # every call costs more than some strategies; a copy validates nothing
+            self._facts = base = CallFacts(
+                counter=self.counter,
+                budget_tokens=self.budget_tokens,
+                context_window=self.context_window,
+            )
+        update = {"model": self._view.model, "now": self.clock(), "call_index": len(self._calls)}
+        facts = base.model_copy(update=update)
         result = self.strategy(self._view, facts)
         self._view = result.view
         self._receipts.extend(result.receipts)
@@ -278,18 +288,26 @@ class ContextEngine:
         return verdict(stop_reason, response)
 
     def _existing_marks(self, view: Conversation) -> int:
-        """Breakpoints the view already carries; per message memoised (views share messages),
-        looked up at C speed because it runs on the whole view at every call."""
-        ids = list(map(id, view.messages))
-        try:
-            in_messages = sum(map(self._marks_memo.__getitem__, ids))
-        except KeyError:
-            for message in view.messages:
-                if id(message) not in self._marks_memo:
-                    self._marks_memo[id(message)] = _message_marks(message)
-                    self._marks_kept.append(message)
-            in_messages = sum(map(self._marks_memo.__getitem__, ids))
-        return count_breakpoints(view.with_messages(())) + in_messages
+        """Breakpoints the view already carries. It runs on the whole view at every call: a view
+        that extends the previous one (the same objects, checked in C) costs its new messages;
+        any other is summed from a per-message memo looked up in C (views share messages)."""
+        messages = view.messages
+        before, total = self._marks_last
+        n = len(before)
+        if not (n <= len(messages) and all(map(operator.is_, before, messages))):
+            n, total = 0, 0
+        total += self._message_marks(messages[n:])
+        self._marks_last = (messages, total)
+        return count_breakpoints(view.with_messages(())) + total
+
+    def _message_marks(self, messages: tuple[Message, ...]) -> int:
+        memo = self._marks_memo
+        counts = list(map(memo.get, map(id, messages)))
+        for i in [i for i, c in enumerate(counts) if c is None]:  # new messages only
+            message = messages[i]
+            counts[i] = memo[id(message)] = _message_marks(message)
+            self._marks_kept.append(message)
+        return sum(cast("list[int]", counts))
 
     # -- persistence -------------------------------------------------------------------------
 
