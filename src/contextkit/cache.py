@@ -242,6 +242,8 @@ class _Shape:
     bad_marks: tuple[int, ...] = ()
     images: int = 0
     thinking: bool = False
+    opens: bool = False
+    """A user message holding no tool_result: it opens a turn (earlier thinking is stripped)."""
 
 
 class CacheSimulator:
@@ -364,9 +366,9 @@ class CacheSimulator:
         flat.messages.append(message)
         start = len(flat.keys)
         flat.msg_start.append(start)
-        opens = _opens_turn(message)
-        flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         shape = self._shape_of(message, strip)
+        opens = shape.opens
+        flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         keys, acc = flat.keys, flat.acc
         key = seed if seed is not None else (keys[-1] if keys else hash(("root", flat.model)))
         for digest in shape.digests:  # the chain: each key is the whole prefix up to its block
@@ -377,7 +379,8 @@ class CacheSimulator:
         flat.cacheable.extend(shape.cacheable)
         for offset, ttl in shape.marks:
             flat.marks[start + offset] = ttl
-        flat.bad_marks.extend(start + offset for offset in shape.bad_marks)
+        if shape.bad_marks:
+            flat.bad_marks.extend(start + offset for offset in shape.bad_marks)
         if not self._seen.issuperset(shape.digests):  # content no earlier request carried
             for digest, tokens in zip(shape.digests, shape.tokens, strict=True):
                 if digest not in self._seen:
@@ -407,7 +410,8 @@ class CacheSimulator:
             # Keyed as the one text block it stands for: marking the message (which turns it
             # into that block) must not change the prefix.
             digest = hash(("msg", message.role, hash(("text", message.content))))
-            return _Shape((digest,), (self.counter.count_message(message),), (True,))
+            count = self.counter.count_message(message)
+            return _Shape((digest,), (count,), (True,), opens=_opens_turn(message))
         entries = [self._entry(b) for b in message.content]
         framing = self._per_message
         if framing is None:
@@ -443,7 +447,7 @@ class CacheSimulator:
             tokens.append(framing)
             cacheable.append(True)
         shape = (tuple(digests), tuple(tokens), tuple(cacheable), tuple(marks), tuple(bad))
-        return _Shape(*shape, images=images, thinking=thinking)
+        return _Shape(*shape, images=images, thinking=thinking, opens=_opens_turn(message))
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
@@ -484,7 +488,7 @@ class CacheSimulator:
         if keeps or self.config.kind != "anthropic":
             return 0
         for i in range(len(messages) - 1, keep - 1, -1):
-            if _opens_turn(messages[i]):
+            if self._shape_of(messages[i], False).opens:
                 return i
         return max(flat.msg_turn[keep - 1], 0) if keep else 0
 
@@ -492,10 +496,7 @@ class CacheSimulator:
         """What the messages-level key depends on besides the blocks."""
         extra = request.__pydantic_extra__ or {}
         images = (flat.msg_images[keep - 1] if keep else 0) + sum(
-            isinstance(b, ImageBlock)
-            for m in request.messages[keep:]
-            if not isinstance(m.content, str)
-            for b in m.content
+            self._shape_of(m, False).images for m in request.messages[keep:]
         )
         tool_choice, thinking = _canon(extra.get("tool_choice")), _canon(extra.get("thinking"))
         return (tool_choice, thinking, images > 0, self._resets["messages"])
@@ -647,11 +648,12 @@ class CacheSimulator:
             else:
                 entry[1] = max(entry[1], t + ttl)
             end = pos
-        usage = Usage(
+        usage = Usage.model_construct(  # plain ints worked out here: nothing to validate
             input_tokens=flat.total - flat.cum(end),
             cache_write_5m=written[TTL_5M_S],
             cache_write_1h=written[TTL_1H_S],
             cache_read=flat.cum(read),
+            output_tokens=0,
         )
         return self._result(flat, usage, len(bps), read + 1, errors)
 
@@ -680,7 +682,7 @@ class CacheSimulator:
     def _result(
         self, flat: _Flat, usage: Usage, breakpoints: int, read_blocks: int, errors: list[str]
     ) -> CachedCall:
-        return CachedCall(
+        return CachedCall.model_construct(  # plain values worked out here: nothing to validate
             usage=usage,
             context_tokens=flat.total,
             new_tokens=self._new + (flat.base if self._calls == 1 else 0),
