@@ -182,8 +182,10 @@ def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
         and s["recall"] >= MIN_RECALL
         and s["overflow_calls"] == 0
     }
-    if not base or not fit:
-        return "no recorded bill" if not base else "no strategy kept recall >= 0.9 in the window"
+    if not base:
+        return "no bill (usage or price unknown)"
+    if not fit:
+        return "no strategy kept recall >= 0.9 in the window"
     name = min(fit, key=lambda n: fit[n]["cost_usd"])
     saving = 1 - fit[name]["cost_usd"] / base
     text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than the recorded bill
