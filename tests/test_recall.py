@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from contextkit.recall import FactIndex, extract_facts, message_text, score_call, summarise
+from contextkit.recall import (
+    FactIndex,
+    extract_facts,
+    message_text,
+    score_call,
+    summarise,
+    wanted_facts,
+)
 from corpus_paths import corpus_files
 
 
@@ -202,3 +209,36 @@ def test_every_corpus_message_matches_the_reference(corpus: Path) -> None:
                     assert index.of(message) == reference_facts(message_text(message)), path
                     checked += 1
     assert checked > 0
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_TEXTS, min_size=1, max_size=6), st.lists(_TEXTS, max_size=3), st.data())
+def test_an_index_of_wanted_facts_holds_exactly_those(
+    texts: list[str], answers: list[str], data: Any
+) -> None:
+    """``FactIndex(wanted=...)`` gives each message's facts among the wanted ones: the facts of
+    some other texts (responses) and some of the messages' own, all kinds mixed."""
+    own = [f for t in texts for f in sorted(reference_facts(t))]
+    picked = data.draw(st.lists(st.sampled_from(own), max_size=8)) if own else []
+    wanted = frozenset(picked).union(*map(reference_facts, answers))
+    mixed = [*texts, *(data.draw(st.sampled_from(texts)) + " " + t for t in texts)]
+    index = FactIndex(wanted=wanted)
+    for text in mixed:
+        message = Message(role="user", content=text)
+        assert index.of(message) == reference_facts(text) & wanted, text
+
+
+@pytest.mark.corpus
+def test_wanted_facts_of_every_corpus_session(corpus: Path) -> None:
+    """Each corpus session indexed for the facts its responses use, as a replay indexes it."""
+    checked = 0
+    for path in corpus_files(corpus):
+        for session in load(path, lenient=True).sessions:
+            wanted = wanted_facts(c.response for c in session.calls)
+            index = FactIndex(wanted=wanted)
+            for call in session.calls:
+                for message in (*call.request.messages, *filter(None, [call.response])):
+                    facts = reference_facts(message_text(message))
+                    assert index.of(message) == facts & wanted, path
+                    checked += bool(facts & wanted)
+    assert checked > 100  # messages that do hold wanted facts

@@ -198,6 +198,50 @@ def _errors(text: str) -> list[str]:
     return found
 
 
+_SIMPLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{5,}|\d{3,}")
+"""Facts that are one word: an identifier, or a number without decimals."""
+
+
+class _WantedFacts:
+    r"""``extract_facts(text) & wanted`` for a fixed ``wanted`` (the facts some recorded response
+    uses: no other fact can be needed), text after text, at less cost than all the facts.
+
+    Why it is exact: an ASCII run (made of ``[A-Za-z0-9_./-]`` alone: other characters inside a
+    run are non-ASCII, word characters or not) without ``.``, ``/`` or ``-`` that equals a
+    one-word fact of ``wanted`` (``_SIMPLE``) is that fact in the text: the characters around a
+    run are neither ``\w`` nor ``.``, which is what the identifier's ``\b`` and the number's
+    lookarounds ask, and a wanted identifier passed the identifier rule where it was found.
+    Every other wanted fact is found as :class:`_RunFacts` finds it: in the other runs (learned
+    once each) and in error strings (read only when some wanted fact is one). So the ASCII word
+    runs, most runs of a session, are never scanned by a pattern: one set intersection finds
+    their facts."""
+
+    def __init__(self, wanted: frozenset[str]) -> None:
+        self.wanted = wanted
+        self.simple = frozenset(f for f in wanted if _SIMPLE.fullmatch(f))
+        self.errors = any(
+            f not in self.simple and ("Error" in f or "Exception" in f) for f in wanted
+        )
+        self.runs = _RunFacts()
+
+    def facts(self, text: str) -> frozenset[str]:
+        runs = _runs(text)
+        per_run = self.runs
+        new = runs - per_run.seen
+        if new:
+            compound = [r for r in new if not r.isascii() or "." in r or "/" in r or "-" in r]
+            per_run.seen.update(new)
+            if compound:
+                per_run._learn(compound)
+        found = runs & self.simple
+        rest = runs & per_run.selves
+        rest.update(*map(per_run.compound.__getitem__, runs & per_run.compound.keys()))
+        if self.errors:
+            rest.update(_errors(text))
+        found |= rest & self.wanted
+        return frozenset(found)
+
+
 def message_text(message: Message) -> str:
     if isinstance(message.content, str):
         return message.content
@@ -206,12 +250,20 @@ def message_text(message: Message) -> str:
 
 @dataclass
 class FactIndex:
-    """Facts per message object, computed once per object (views share their messages)."""
+    """Facts per message object, computed once per object (views share their messages).
 
+    With ``wanted``, :meth:`of` gives only the facts among ``wanted`` (``extract_facts & wanted``):
+    a replay passes the facts its recorded responses use (:func:`wanted_facts`), the only ones
+    that can be needed, and scores exactly as with every fact, for less work."""
+
+    wanted: frozenset[str] | None = None
     _memo: dict[int, tuple[Message, frozenset[str]]] = field(default_factory=dict)
-    _per_run: _RunFacts = field(default_factory=_RunFacts)
+    _per_run: _RunFacts | _WantedFacts = field(init=False)
     """Facts per run of path characters (a session repeats its runs message after message)."""
     _systems: dict[int, tuple[object, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._per_run = _RunFacts() if self.wanted is None else _WantedFacts(self.wanted)
 
     def of(self, message: Message) -> frozenset[str]:
         hit = self._memo.get(id(message))
@@ -240,6 +292,12 @@ class FactIndex:
         for message in messages:
             out |= self.of(message)
         return out
+
+
+def wanted_facts(messages: Iterable[Message | None]) -> frozenset[str]:
+    """Every fact the messages hold (the recorded responses of a session: what can be needed)."""
+    index = FactIndex()
+    return frozenset().union(*(index.of(m) for m in messages if m is not None))
 
 
 @dataclass(frozen=True)
@@ -320,4 +378,5 @@ __all__ = [
     "score_facts",
     "summarise",
     "system_text",
+    "wanted_facts",
 ]

@@ -45,6 +45,7 @@ from contextkit.recall import (
     RecallReport,
     score_facts,
     summarise,
+    wanted_facts,
 )
 from contextkit.reference import context_window
 from contextkit.session import Call, Session
@@ -303,7 +304,8 @@ def replay(
     hidden = _hidden_tokens(session, counter, price)
     budget = budget_tokens or max(window - hidden - 16_000, 1)
     walker = _Walker(session)
-    index = FactIndex()
+    # Only facts some recorded response uses can be needed: the index keeps just those.
+    index = FactIndex(wanted=wanted_facts(c.response for c in session.calls))
     views: list[Conversation] = []
     tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
