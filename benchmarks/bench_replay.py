@@ -266,7 +266,7 @@ def test_langchain_count_tokens_approximately_comparison() -> None:
             "installed): the optional comparison with count_tokens_approximately is skipped"
         )
     # Optional and untyped here: imported only when installed.
-    from langchain_core.messages.utils import (  # type: ignore[import-not-found]  # noqa: PLC0415
+    from langchain_core.messages.utils import (  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
         count_tokens_approximately,
     )
 

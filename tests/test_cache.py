@@ -31,6 +31,7 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.session import Usage
+from contextkit.testing import FixedCounter
 from contextkit.testing.strategies import valid_conversations
 from contextkit.tokens import MemoCounter
 
@@ -338,14 +339,25 @@ def test_classes_always_add_up_to_the_context(placement: str) -> None:
 # --- the engine's placement, done by the simulator ---------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_conversations(max_turns=3), st.booleans(), st.lists(st.booleans(), max_size=12))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    valid_conversations(max_turns=3),
+    st.booleans(),
+    st.lists(st.booleans(), max_size=12),
+    st.sampled_from(["as drawn", "marked first", "top-level mark"]),
+)
 def test_engine_placement_prices_as_the_engine_marked_requests(
-    full: Conversation, one_hour: bool, keep: list[bool]
+    full: Conversation, one_hour: bool, keep: list[bool], marks: str
 ) -> None:
     """Growing views of a conversation (some calls dropping an early message, as a compaction
     would) priced two ways: the simulator placing the engine's breakpoints itself, and the requests
-    ``engine.place_breakpoints`` marks (what a replay dumps) priced as sent. Same bill per call."""
+    ``engine.place_breakpoints`` marks (what a replay dumps) priced as sent. Same bill per call,
+    with the request's own marks before the engine's (a marked system block first) or automatic
+    caching, and a counter that frames each message (as a string message and its block must)."""
+    if marks == "marked first" and isinstance(full.system, tuple):
+        full = full.model_copy(update={"system": full.system[::-1]})
+    if marks == "top-level mark":
+        full = full.model_copy(update={"cache_control": dict(EPHEMERAL)})
     views, messages = [], list(full.messages)
     for n in range(1, len(messages) + 1):
         view = full.model_copy(update={"messages": tuple(messages[:n])})
@@ -353,16 +365,17 @@ def test_engine_placement_prices_as_the_engine_marked_requests(
             view = view.model_copy(update={"messages": view.messages[1:]})
         views.append(view)
     ttl = 3600 if one_hour else 300
-    counter, cfg = WordCounter(), AnthropicCache(min_tokens=0, ttl_s=ttl)
+    cfg = AnthropicCache(min_tokens=0, ttl_s=ttl)
     engine = simulate_cache(
         ((v, 60.0 * i) for i, v in enumerate(views)),
-        counter,
+        FixedCounter(),
         cfg.model_copy(update={"placement": "engine"}),
     )
     marked = place_marks(views, ttl)
-    sent = simulate_cache(((r, 60.0 * i) for i, r in enumerate(marked)), WordCounter(), cfg)
+    sent = simulate_cache(((r, 60.0 * i) for i, r in enumerate(marked)), FixedCounter(), cfg)
     assert [c.usage for c in engine] == [c.usage for c in sent]
     assert [c.breakpoints for c in engine] == [c.breakpoints for c in sent]
+    assert [c.errors for c in engine] == [c.errors for c in sent]
     assert engine[-1].breakpoints >= 1
 
 
@@ -404,3 +417,18 @@ def test_a_harness_reset_rewrites_its_level_and_what_follows() -> None:
     # after a system reset only the tools-level part is read: 40 read, 110 written
     assert sim.step(second, 40.0, reset="system").usage == Usage(cache_read=40, cache_write_5m=110)
     assert sim.step(second, 50.0).usage == Usage(cache_read=150)
+
+
+@pytest.mark.parametrize("prefix", [(), (PrefixPart(tokens=40, ttl_s=300, level="tools"),)])
+def test_a_system_reset_rewrites_the_messages_without_a_system_position(
+    prefix: tuple[PrefixPart, ...],
+) -> None:
+    """No system prompt and no system-level hidden part: the messages are rewritten all the same."""
+    first = Conversation(messages=(user(text(30, "a")),))
+    second = Conversation(messages=(*first.messages, assistant(text(20, "b"))))
+    sim = CacheSimulator(AnthropicCache(min_tokens=0, placement="auto"), WordCounter(), prefix)
+    head = sum(p.tokens for p in prefix)
+    sim.step(first, 0.0)
+    sim.step(second, 10.0)
+    after = sim.step(second, 20.0, reset="system").usage
+    assert after == Usage(cache_read=head, cache_write_5m=50)

@@ -489,9 +489,11 @@ def test_harness_cache_resets_are_marked_on_the_call_after_their_trigger(tmp_pat
         _assistant("a3", "u3", "r3", {"type": "text", "text": "going"}),
         _user("u4", "a3", [{"type": "text", "text": mcp}]),
         _assistant("a4", "u4", "r4", {"type": "text", "text": "reconnected"}),
+        _user("u5", "a4", "why did <task-notification> and /mcp not show up?"),
+        _assistant("a5", "u5", "r5", {"type": "text", "text": "they did"}),  # quoted: no reset
     ]
     session = load_claude_code(_write(tmp_path / "s1.jsonl", lines)).sessions[0]
-    assert [c.cache_reset for c in session.calls] == [None, "messages", None, "system"]
+    assert [c.cache_reset for c in session.calls] == [None, "messages", None, "system", None]
 
 
 def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:

@@ -500,6 +500,10 @@ def test_best_saving_names_the_cheapest_fit_and_says_why_it_falls_short() -> Non
     assert best_saving(quiet, calls=1) == "none +5%: one call, nothing to compact"
     unbilled = {AS_RECORDED: _summary(None), "none": _summary(1.0)}
     assert best_saving(unbilled, 3) == "no bill (usage or price unknown)"
+    only_lossy = {**quiet, "lossy": _summary(2.0, 0.5, compactions=3)}
+    assert best_saving(only_lossy, calls=5) == (
+        "none +5%: only strategies below recall 0.9 or over the window acted"
+    )
     lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, 0.5, compactions=1)}
     assert best_saving(lossy, 3) == "no strategy kept recall >= 0.9 in the window"
 

@@ -1,10 +1,10 @@
 """Cache breakpoints on replayed views, placed the way the engine places them, at linear cost.
 
 Contract: :func:`place_marks` returns each view with ``cache_control`` breakpoints exactly where
-``engine.place_breakpoints`` puts them (the recording's TTL on every mark): the requests a replay
-would have sent (``Replay.requests``, ``--dump-requests``). Pricing does not need them: the cache
-simulator's ``engine`` placement puts breakpoints at the same positions without copies, and
-``tests/test_replay.py`` checks that both price alike.
+``engine.place_breakpoints`` puts them (the recording's TTL on every mark it places): the requests
+a replay would have sent (``Replay.requests``, ``--dump-requests``). Pricing does not need them:
+the cache simulator's ``engine`` placement puts breakpoints at the same positions without copies
+(``tests/test_cache.py`` and ``tests/test_corpus_strategies.py`` check that both price alike).
 
 Why a module of its own: ``place_breakpoints`` builds fresh objects for the marked tools, system
 block and messages at every call. Here one marked copy per original part is made and handed out
@@ -27,7 +27,7 @@ from contextkit.messages import Block, Conversation, Message, Tool
 
 @dataclass
 class _Twins:
-    """One marked copy per original part, and the way back from a copy to its original."""
+    """One marked copy per original part."""
 
     one_hour: bool = False
     _copies: dict[int, tuple[object, Any, Any]] = field(default_factory=dict)
@@ -66,7 +66,7 @@ class _Twins:
         hit = self._copies.get(id(original))
         if hit is not None and hit[0] is original and hit[1] == marked:
             return hit[2]
-        copy = _retimed(marked, self.one_hour)
+        copy = _retimed(original, marked, self.one_hour)
         self._copies[id(original)] = (original, marked, copy)
         return copy
 
@@ -91,19 +91,28 @@ def _marked(part: Block | Tool | Conversation) -> bool:
     return (part.model_extra or {}).get("cache_control") is not None
 
 
-def _retimed(value: Any, one_hour: bool) -> Any:
-    """``value`` (a message, or the tools / system blocks) with its marks at 1 hour if asked."""
+def _retimed(original: Any, value: Any, one_hour: bool) -> Any:
+    """``value`` (the engine's marked copy of a message, or of the tools / system blocks) with
+    the marks the engine placed at 1 hour if asked; the parts it left as they were (marks the
+    request already carried included) stay as they were, as the simulator's ``engine``
+    placement prices them."""
     if not one_hour:
         return value
     if isinstance(value, Message):
         if isinstance(value.content, str):
             return value
-        blocks = tuple(_retimed_part(b) for b in value.content)
+        before = original.blocks if isinstance(original, Message) else ()
+        blocks = _retimed_parts(before, value.content)
         same = all(a is b for a, b in zip(blocks, value.content, strict=True))
         return value if same else value.model_copy(update={"content": blocks})
     if isinstance(value, tuple):
-        return tuple(_retimed_part(p) for p in value)
+        return _retimed_parts(original if isinstance(original, tuple) else (), value)
     return value
+
+
+def _retimed_parts(before: tuple[Any, ...], parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    kept = {id(p) for p in before}
+    return tuple(p if id(p) in kept else _retimed_part(p) for p in parts)
 
 
 def _retimed_part(part: Any) -> Any:

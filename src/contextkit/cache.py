@@ -451,7 +451,6 @@ class CacheSimulator:
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
-        self._previous_end = flat.messages[-1] if flat.messages else None
         same_head = (
             flat.model == model
             and flat.tools is not None
@@ -499,7 +498,9 @@ class CacheSimulator:
             self._shape_of(m, False).images for m in request.messages[keep:]
         )
         tool_choice, thinking = _canon(extra.get("tool_choice")), _canon(extra.get("thinking"))
-        return (tool_choice, thinking, images > 0, self._resets["messages"])
+        # A system reset rewrites the messages too, even where no system position exists.
+        resets = (self._resets["messages"], self._resets["system"])
+        return (tool_choice, thinking, images > 0, resets)
 
     def _base(self, request: Conversation, model: str | None) -> int:
         """Tokens before the first position: the counter's framing, and the hidden tool-use
@@ -532,6 +533,7 @@ class CacheSimulator:
 
         ``reset``: the harness changed content before this request that the request does not show
         (``Call.cache_reset``): nothing cached at that level or after it matches any more."""
+        self._previous_end = self._flat.messages[-1] if self._flat.messages else None
         if reset is not None:
             self._resets[reset] += 1
             if reset == "system":

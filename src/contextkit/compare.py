@@ -185,7 +185,7 @@ def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
     if not base:
         return "no bill (usage or price unknown)"
     if not fit:
-        return "no strategy kept recall >= 0.9 in the window"
+        return f"no strategy kept recall >= {MIN_RECALL} in the window"
     name = min(fit, key=lambda n: fit[n]["cost_usd"])
     saving = 1 - fit[name]["cost_usd"] / base
     text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than the recorded bill
@@ -197,6 +197,8 @@ def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
     if not acted:
         peak = max(s["peak_context_tokens"] for n, s in row.items() if n != AS_RECORDED)
         return f"{text}: no strategy acted (peak context {peak:,} tokens)"
+    if not any(n != AS_RECORDED and n in fit for n, s in row.items() if s["compactions"]):
+        return f"{text}: only strategies below recall {MIN_RECALL} or over the window acted"
     none = row.get("none", {}).get("cost_usd")
     versus = f", {1 - fit[name]['cost_usd'] / none:.0%} vs none" if none else ""
     return f"{text}{versus}"

@@ -416,7 +416,7 @@ def strategy_tables(tickets: Sequence[Ticket], spec: str) -> tuple[TicketTable, 
         for session in ticket.sessions:
             for key, chosen in (("strategy", strategy), ("none", NoCompaction())):
                 result = replay(session, chosen, name=key)
-                runs[key].append(_ledger_arrays(session, result.ledger, result.requests, i))
+                runs[key].append(_ledger_arrays(session, result.ledger, result.views, i))
     tables = [
         ticket_table(
             CallArrays.concat([p.arrays for p in runs[key]]),

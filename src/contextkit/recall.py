@@ -78,12 +78,8 @@ r"""A ``bytes.translate`` table for UTF-8 text: ASCII characters outside ``[\w./
 spaces (multi-byte characters pass unchanged, so the result still decodes)."""
 
 
-def extract_facts(text: str, verdicts: dict[str, bool] | None = None) -> frozenset[str]:
-    """Identifiers, paths, numbers and error strings in ``text`` (see :class:`_RunFacts`).
-
-    ``verdicts`` is accepted for compatibility and left untouched: :class:`FactIndex` now
-    remembers facts per run of path characters, which covers the per-word verdicts."""
-    del verdicts
+def extract_facts(text: str) -> frozenset[str]:
+    """Identifiers, paths, numbers and error strings in ``text`` (see :class:`_RunFacts`)."""
     return _RunFacts().facts(text)
 
 

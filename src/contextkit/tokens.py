@@ -103,7 +103,8 @@ def block_text(block: Block) -> str:
         return ""  # encrypted; billed, but its size is unknowable offline (see count_block)
     if isinstance(block, ServerToolResultBlock):
         return _compact_json(block.content)
-    return _compact_json(to_payload(block))
+    # cache_control tells the cache where to cut; the model never reads it (not billed).
+    return _compact_json({k: v for k, v in to_payload(block).items() if k != "cache_control"})
 
 
 def _is_media(block: Block) -> bool:

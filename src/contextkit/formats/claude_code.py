@@ -19,14 +19,15 @@ Contract:
 - Strict by default: a malformed line, or a field we need with a wrong type, is a
   :class:`FormatError` naming the file (the subagent file, when it is there) and line. With
   ``lenient=True`` such lines are skipped and each is listed in ``LoadedFile.skipped``.
-- Cache resets the transcript shows only by their trigger (``Call.cache_reset``): after a
-  ``<task-notification>`` user message (a background task finished) Claude Code's next request
-  reads its cache only up to the end of the system prompt and rewrites the messages level, and
-  after an ``/mcp`` reconnect it rewrites the system prompt too (the MCP instructions in it
-  changed). Seen on every such event in the corpus (reads drop to exactly the tools + system
-  size) and reported upstream (anthropics/claude-code issues on cache reads "pinned to the
-  stable-prefix boundary" and on MCP reconnects). Resets without a trigger in the file (the same
-  issues call them intermittent) cannot be seen and are not modelled.
+- Cache resets the transcript shows only by their trigger (``Call.cache_reset``), a user text
+  that opens with it: after a ``<task-notification>`` (a background task finished) Claude Code's
+  next request reads its cache only up to the end of the system prompt and rewrites the messages
+  level; after an ``/mcp`` command it rewrites the system prompt too (the MCP instructions in it
+  changed; every ``/mcp`` is taken as a reconnect, since the file does not say what it did). Seen
+  on every such event in the corpus (reads drop to exactly the tools + system size) and reported
+  upstream (anthropics/claude-code issues on cache reads "pinned to the stable-prefix boundary"
+  and on MCP reconnects). Resets without a trigger in the file (the same issues call them
+  intermittent) cannot be seen and are not modelled.
 """
 
 from __future__ import annotations
@@ -213,17 +214,19 @@ def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
 
 
 def _reset_in(messages: Sequence[Message]) -> Literal["messages", "system"] | None:
-    texts = [_typed_text(m) for m in messages if m.role == "user"]
+    """The reset a user text opening with a trigger asks for (the harness sends each as a text
+    of its own; a text that only quotes one, further in, is not the harness's)."""
+    texts = [t.lstrip() for m in messages if m.role == "user" for t in _texts(m)]
     for marker, level in _RESETS:
-        if any(marker in t for t in texts):
+        if any(t.startswith(marker) for t in texts):
             return level
     return None
 
 
-def _typed_text(message: Message) -> str:
+def _texts(message: Message) -> list[str]:
     if isinstance(message.content, str):
-        return message.content
-    return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+        return [message.content]
+    return [b.text for b in message.content if isinstance(b, TextBlock)]
 
 
 # --------------------------------------------------------------------------------------------------
