@@ -7,8 +7,9 @@ results must re-record them: run ``_digest`` on each case and paste the new valu
 the commit.
 
 The incremental pieces are also checked against their plain definitions: the extractive summary
-against a copy of the former forward summariser, ``conversation_tokens`` against
-``count_conversation`` and ``tool_result_tokens`` against a plain sum, on growing and edited views.
+against a copy of the former forward summariser, a counter's ``count_conversation`` (which
+reuses the totals of the histories it counted) against a fresh counter's, and
+``tool_result_tokens`` against a plain sum, on growing and edited views.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from contextkit.strategies import (
     Strategy,
 )
 from contextkit.strategies._structure import (
-    conversation_tokens,
     info,
     tool_result_tokens,
     with_blocks,
@@ -277,7 +277,7 @@ def test_incremental_totals_equal_full_counts(make: Callable[[], MemoCounter]) -
             view = view.model_copy(update={"tools": (Tool(name=f"t{k}"),)})
         if rng.random() < 0.1:
             view = view.model_copy(update={"messages": view.messages[2:]})
-        assert conversation_tokens(view, counter) == fresh.count_conversation(view)
+        assert counter.count_conversation(view) == make().count_conversation(view)
         plain = sum(
             fresh.count_block(b)
             for m in view.messages

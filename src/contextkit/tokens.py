@@ -195,12 +195,15 @@ class MemoCounter:
         return value
 
     def count_tool(self, tool: Tool) -> int:
+        # The memo inlined (no closure per call): every count of a whole request counts its tools.
+        hit = self._memo.get(id(tool))
+        if hit is not None:
+            return hit
         # cache_control tells the cache where to cut; the model never reads it (not billed).
-        def compute() -> int:
-            payload = {k: v for k, v in to_payload(tool).items() if k != "cache_control"}
-            return self.per_tool + self.count_text(_compact_json(payload))
-
-        return self._memoised(tool, compute)
+        payload = {k: v for k, v in to_payload(tool).items() if k != "cache_control"}
+        value = self._memo[id(tool)] = self.per_tool + self.count_text(_compact_json(payload))
+        self._kept.append(tool)
+        return value
 
     def count_system(self, conversation: Conversation) -> int:
         if isinstance(conversation.system, str):

@@ -30,7 +30,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.tokens import CalibratedCounter, MemoCounter, TokenCounter
+from contextkit.tokens import TokenCounter
 
 
 class MessageInfo(NamedTuple):
@@ -133,25 +133,21 @@ def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUse
 
 
 # --------------------------------------------------------------------------------------------------
-# Totals asked at every call of a growing view
+# Tool-result totals asked at every call of a growing view
 #
-# Triggers and budget checks ask for a total of the whole view at every call. Even looked up in C,
+# A trigger asks for the tool results' total of the whole view at every call. Even looked up in C,
 # a memo visited per message costs more per call than the call's new messages do, so the totals of
 # the last views a counter saw are kept (per counter, weakly: they go with the counter) and a view
-# that extends one of them (same head, same message objects: checked by identity, in C) pays only
-# for what it appended. Anything else is counted in full, exactly as before.
+# that extends one of them (the same message objects: checked by identity, in C) pays only for
+# what it appended. Anything else is counted in full. (Whole-view totals are the counter's own:
+# ``MemoCounter.count_conversation`` keeps them the same way.)
 
-_Head = tuple[object, ...]
 _SEEN_PER_KIND = 4
-"""Views remembered per counter and kind of total: a replay walks a few threads at once."""
+"""Views remembered per counter: a replay walks a few threads at once."""
 
 
 class _Seen(NamedTuple):
     messages: tuple[Message, ...]
-    head: _Head
-    """What the total depends on besides the messages (kept alive: compared by identity)."""
-    extra: object
-    """The same, compared by equality (pydantic copies a model's extras with the model)."""
     total: int
 
 
@@ -185,20 +181,13 @@ def _totals(counter: TokenCounter) -> _Totals | None:
 
 
 def _grown(
-    seen: list[_Seen],
-    messages: tuple[Message, ...],
-    head: _Head,
-    extra: object,
-    part: Callable[[Message], int],
+    seen: list[_Seen], messages: tuple[Message, ...], part: Callable[[Message], int]
 ) -> int | None:
     """The total of ``messages`` from a remembered view they extend (None when none matches)."""
     for k, entry in enumerate(seen):
         n = len(entry.messages)
-        if (
-            n <= len(messages)
-            and all(map(operator.is_, entry.head, head))
-            and entry.extra == extra
-            and (entry.messages is messages or all(map(operator.is_, entry.messages, messages)))
+        if n <= len(messages) and (
+            entry.messages is messages or all(map(operator.is_, entry.messages, messages))
         ):
             del seen[k]
             return entry.total + sum(map(part, messages[n:]))
@@ -226,10 +215,10 @@ def tool_result_tokens(messages: tuple[Message, ...], counter: TokenCounter) -> 
     if totals is None:
         return sum(_result_tokens(m, counter) for m in messages)
     seen = totals.seen.setdefault("results", [])
-    total = _grown(seen, messages, (), None, partial(_message_result_tokens, totals, counter))
+    total = _grown(seen, messages, partial(_message_result_tokens, totals, counter))
     if total is None:
         total = _all_result_tokens(totals, messages, counter)
-    _remember(seen, _Seen(messages, (), None, total))
+    _remember(seen, _Seen(messages, total))
     return total
 
 
@@ -249,38 +238,6 @@ def _all_result_tokens(
     total = sum(cast("list[int]", counts[:first]))
     for message, known in zip(messages[first:], counts[first:], strict=True):
         total += totals.result_tokens(message, counter) if known is None else known
-    return total
-
-
-def _additive(counter: TokenCounter) -> bool:
-    """Whether ``counter.count_conversation`` is a total of the head (tools, system, request
-    parameters) plus ``count_message`` of each message: MemoCounter's own sum."""
-    cls = type(counter)
-    return (
-        isinstance(counter, MemoCounter)
-        and cls.count_conversation in _ADDITIVE
-        and getattr(cls, "_count_messages", None) is _MEMO_SUM
-    )
-
-
-_ADDITIVE = (MemoCounter.count_conversation, CalibratedCounter.count_conversation)
-_MEMO_SUM = MemoCounter._count_messages
-
-
-def conversation_tokens(view: Conversation, counter: TokenCounter) -> int:
-    """``counter.count_conversation(view)``, incremental over a growing view (see above) for
-    counters that add up per message; other counters are asked every time."""
-    totals = _totals(counter) if _additive(counter) else None
-    if totals is None:
-        return counter.count_conversation(view)
-    messages = view.messages
-    head = (type(view), view.tools, view.system)
-    extra = (view.model, view.__pydantic_extra__)
-    seen = totals.seen.setdefault("conversation", [])
-    total = _grown(seen, messages, head, extra, counter.count_message)
-    if total is None:
-        total = counter.count_conversation(view)
-    _remember(seen, _Seen(messages, head, extra, total))
     return total
 
 
@@ -342,7 +299,6 @@ def prefix_tokens(view: Conversation, where: tuple[str, int], counter: TokenCoun
 
 __all__ = [
     "MessageInfo",
-    "conversation_tokens",
     "first_changed",
     "has_tool_results",
     "has_tool_uses",

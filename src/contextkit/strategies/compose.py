@@ -31,7 +31,6 @@ from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
-    conversation_tokens,
     first_changed,
     prefix_tokens,
     tool_result_tokens,
@@ -95,7 +94,7 @@ class OverFraction(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return conversation_tokens(view, facts.counter) > self.fraction * facts.context_window
+        return facts.counter.count_conversation(view) > self.fraction * facts.context_window
 
 
 class OverTokens(TriggerModel):
@@ -110,7 +109,7 @@ class OverTokens(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return conversation_tokens(view, facts.counter) > self.tokens
+        return facts.counter.count_conversation(view) > self.tokens
 
 
 class TurnsOver(TriggerModel):
@@ -233,7 +232,7 @@ class When(StrategyModel):
 
 
 def _fits(view: Conversation, facts: CallFacts) -> bool:
-    return conversation_tokens(view, facts.counter) <= facts.budget_tokens
+    return facts.counter.count_conversation(view) <= facts.budget_tokens
 
 
 class EscalateUntilFits(StrategyModel):
@@ -280,7 +279,7 @@ class Hysteresis(StrategyModel):
         return self
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        total = conversation_tokens(view, facts.counter)
+        total = facts.counter.count_conversation(view)
         if total <= self.high * facts.context_window and total <= facts.budget_tokens:
             return Compacted(view=view)  # under the high-water mark and within the budget
         target = min(facts.budget_tokens, int(self.low * facts.context_window))
@@ -314,7 +313,7 @@ class CacheAwareGate(StrategyModel):
             return False
         counter = facts.counter
         kept = prefix_tokens(old, where, counter)
-        before, after = conversation_tokens(old, counter), conversation_tokens(new, counter)
+        before, after = counter.count_conversation(old), counter.count_conversation(new)
         write = self.price.cache_write_5m if self.price else DEFAULT_CACHE_WRITE
         read = self.price.cache_read if self.price else DEFAULT_CACHE_READ
         n = self.horizon_calls

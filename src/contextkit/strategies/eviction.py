@@ -37,7 +37,6 @@ from contextkit.messages import (
 )
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
-    conversation_tokens,
     info,
     replace_messages,
     tool_uses_by_id,
@@ -208,7 +207,7 @@ def evict(view: Conversation, facts: CallFacts, plan: EvictionPlan) -> Compacted
     chosen = _candidates(view.messages, found, plan, counter)
     if not chosen:
         return Compacted(view=view)
-    total = conversation_tokens(view, counter)
+    total = counter.count_conversation(view)
     over = total > facts.budget_tokens
     if plan.keep_last is None and plan.keep_tokens is None:
         chosen = _until_fits(chosen, total - facts.budget_tokens)
@@ -216,7 +215,7 @@ def evict(view: Conversation, facts: CallFacts, plan: EvictionPlan) -> Compacted
         return Compacted(view=view)  # cannot free enough: skip building the edit
     edits, receipts = _edits(view.messages, chosen, plan, counter)
     new = replace_messages(view, edits)
-    freed = total - conversation_tokens(new, counter)
+    freed = total - counter.count_conversation(new)
     if freed <= 0 or (freed < plan.min_freed_tokens and not over):
         return Compacted(view=view)
     return Compacted(view=new, receipts=tuple(receipts))

@@ -25,7 +25,6 @@ from pydantic import Field
 from contextkit.messages import Block, CompactionBlock, Conversation, Message, TextBlock
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
-    conversation_tokens,
     has_tool_uses,
     is_turn_start,
     turn_starts,
@@ -97,7 +96,7 @@ def summarise_head(
     head = with_blocks(messages[0], (*pinned, make_block(summary.text)))
     new = view.with_messages((head, *messages[resume:]))
     counter = facts.counter
-    freed = conversation_tokens(view, counter) - conversation_tokens(new, counter)
+    freed = counter.count_conversation(view) - counter.count_conversation(new)
     if freed <= 0:
         return Compacted(view=view)
     receipt = Receipt(

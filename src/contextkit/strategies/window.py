@@ -29,7 +29,6 @@ from pydantic import Field
 from contextkit.messages import Conversation, Message, RedactedThinkingBlock, ThinkingBlock
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
-    conversation_tokens,
     is_turn_start,
     last_turn_start,
     message_tokens,
@@ -57,7 +56,7 @@ class SlidingWindow(StrategyModel):
         target = facts.budget_tokens
         if self.max_tokens is not None:
             target = min(target, self.max_tokens)
-        total = conversation_tokens(view, facts.counter)
+        total = facts.counter.count_conversation(view)
         if total <= target and self.keep_turns is None:
             return Compacted(view=view)  # the common case, kept cheap: no planning
         pinned = 1 if self.pin_first and is_turn_start(messages[0]) else 0
@@ -143,13 +142,13 @@ def _drop_summary(result: Compacted, facts: CallFacts, target: int) -> Compacted
     counter = facts.counter
     first = view.messages[0]
     task = pinned_blocks(first)
-    if not task or len(task) == len(first.blocks) or conversation_tokens(view, counter) <= target:
+    if not task or len(task) == len(first.blocks) or counter.count_conversation(view) <= target:
         return result
     new = view.with_messages((with_blocks(first, task), *view.messages[1:]))
     receipt = Receipt(
         strategy="sliding-window",
         action="dropped",
-        tokens_freed=conversation_tokens(view, counter) - conversation_tokens(new, counter),
+        tokens_freed=counter.count_conversation(view) - counter.count_conversation(new),
         message_index=0,
         detail="dropped the summary held in the first message (nothing else left to drop)",
     )
