@@ -58,6 +58,13 @@ _COLUMNS = (
 )
 
 
+_Lenient = Annotated[bool, typer.Option("--lenient", help="Skip bad records, list them.")]
+_Model = Annotated[
+    str | None,
+    typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
+]
+
+
 @app.command("replay")
 def replay_command(
     file: Annotated[Path, typer.Argument(help="A recorded session file.")],
@@ -71,13 +78,8 @@ def replay_command(
         typer.Option("--dump-requests", help="Write each request the strategy sends (JSONL)."),
     ] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
-    lenient: Annotated[
-        bool, typer.Option("--lenient", help="Skip bad records, list them.")
-    ] = False,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
-    ] = None,
+    lenient: _Lenient = False,
+    model: _Model = None,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
     loaded = load(file, lenient=lenient)
@@ -134,13 +136,8 @@ def compare_command(
     ] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = 1,
-    lenient: Annotated[
-        bool, typer.Option("--lenient", help="Skip bad records, list them.")
-    ] = False,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
-    ] = None,
+    lenient: _Lenient = False,
+    model: _Model = None,
 ) -> None:
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
