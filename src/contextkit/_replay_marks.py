@@ -21,8 +21,8 @@ from itertools import compress
 from typing import Any
 
 from contextkit.cache import TTL_1H_S
-from contextkit.engine import place_breakpoints
-from contextkit.messages import Block, Conversation, Message, Tool
+from contextkit.engine import BreakpointTally, place_breakpoints
+from contextkit.messages import Conversation, Message
 
 
 @dataclass
@@ -32,33 +32,8 @@ class _Twins:
     one_hour: bool = False
     _copies: dict[int, tuple[object, Any, Any]] = field(default_factory=dict)
     """id(original) -> (original, the engine's marked copy, the copy handed out)."""
-    _marks: dict[int, tuple[Message, int]] = field(default_factory=dict)
-    _last: tuple[tuple[Message, ...], int] = ((), 0)
-    """The previous view's messages and the breakpoints they carry."""
-
-    def _message_marks(self, message: Message) -> int:
-        hit = self._marks.get(id(message))
-        if hit is None or hit[0] is not message:
-            found = 0 if isinstance(message.content, str) else sum(map(_marked, message.content))
-            hit = self._marks[id(message)] = (message, found)
-        return hit[1]
-
-    def existing(self, view: Conversation) -> int:
-        """Breakpoints the view already carries (as ``engine.count_breakpoints`` counts them),
-        counted over what was appended since the previous view: counting every message at every
-        call would make placement quadratic in the session."""
-        found = (
-            _marked(view) + sum(map(_marked, view.tools)) + sum(map(_marked, view.system_blocks))
-        )
-        before, count = self._last
-        messages = view.messages
-        n = len(before)
-        if n <= len(messages) and all(map(operator.is_, messages[:n], before)):
-            count += sum(map(self._message_marks, messages[n:]))
-        else:
-            count = sum(map(self._message_marks, messages))
-        self._last = (messages, count)
-        return found + count
+    existing: BreakpointTally = field(default_factory=BreakpointTally)
+    """The breakpoints each view already carries, counted over what it appended."""
 
     def same(self, original: Any, marked: Any) -> Any:
         if marked is original:
@@ -85,10 +60,6 @@ class _Twins:
         if placed.system is not view.system:
             update["system"] = self.same(view.system, placed.system)
         return placed.model_copy(update=update)
-
-
-def _marked(part: Block | Tool | Conversation) -> bool:
-    return (part.model_extra or {}).get("cache_control") is not None
 
 
 def _retimed(original: Any, value: Any, one_hour: bool) -> Any:

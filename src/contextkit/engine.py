@@ -144,12 +144,8 @@ class ContextEngine:
         self._receipts: list[Receipt] = []
         self._pending: Prepared | None = None
         self._last_request_end: Message | None = None
-        # id -> breakpoints a view message carries; _marks_kept keeps those ids from being reused.
-        self._marks_memo: dict[int, int] = {}
-        self._marks_kept: list[Message] = []
+        self._marks = BreakpointTally()
         self._facts: CallFacts | None = None
-        self._marks_last: tuple[tuple[Message, ...], int] = ((), 0)
-        """The last view's messages and the breakpoints they carry."""
 
     # -- state -------------------------------------------------------------------------------
 
@@ -249,7 +245,7 @@ class ContextEngine:
         request = self._view
         if self.cache_breakpoints:
             request = place_breakpoints(
-                self._view, self._last_request_end, existing=self._existing_marks(self._view)
+                self._view, self._last_request_end, existing=self._marks(self._view)
             )
         self._pending = Prepared(
             request=request, view=self._view, receipts=result.receipts, call_index=len(self._calls)
@@ -286,28 +282,6 @@ class ContextEngine:
         self._view = self._view.append(response)
         self._save()  # one save for the call and the response: never one without the other
         return verdict(stop_reason, response)
-
-    def _existing_marks(self, view: Conversation) -> int:
-        """Breakpoints the view already carries. It runs on the whole view at every call: a view
-        that extends the previous one (the same objects, checked in C) costs its new messages;
-        any other is summed from a per-message memo looked up in C (views share messages)."""
-        messages = view.messages
-        before, total = self._marks_last
-        n = len(before)
-        if not (n <= len(messages) and all(map(operator.is_, before, messages))):
-            n, total = 0, 0
-        total += self._message_marks(messages[n:])
-        self._marks_last = (messages, total)
-        return count_breakpoints(view.with_messages(())) + total
-
-    def _message_marks(self, messages: tuple[Message, ...]) -> int:
-        memo = self._marks_memo
-        counts = list(map(memo.get, map(id, messages)))
-        for i in [i for i, c in enumerate(counts) if c is None]:  # new messages only
-            message = messages[i]
-            counts[i] = memo[id(message)] = _message_marks(message)
-            self._marks_kept.append(message)
-        return sum(cast("list[int]", counts))
 
     # -- persistence -------------------------------------------------------------------------
 
@@ -392,6 +366,39 @@ def _message_marks(message: Message) -> int:
     return 0 if isinstance(message.content, str) else sum(map(_has_mark, message.content))
 
 
+class BreakpointTally:
+    """What :func:`count_breakpoints` says of each view of a session, at linear cost: asked of
+    the whole view at every call, a view that extends the previous one (the same objects, checked
+    in C) costs its new messages; any other is summed from a per-message memo looked up in C
+    (views share messages; the memo keeps what it counted, so no id is reused)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, int] = {}
+        self._kept: list[Message] = []
+        self._last: tuple[tuple[Message, ...], int] = ((), 0)
+        """The last view's messages and the breakpoints they carry."""
+
+    def __call__(self, view: Conversation) -> int:
+        messages = view.messages
+        before, total = self._last
+        n = len(before)
+        if not (n <= len(messages) and all(map(operator.is_, before, messages))):
+            n, total = 0, 0
+        total += self._messages(messages[n:])
+        self._last = (messages, total)
+        head = _has_mark(view) + sum(map(_has_mark, view.tools))
+        return head + sum(map(_has_mark, view.system_blocks)) + total
+
+    def _messages(self, messages: tuple[Message, ...]) -> int:
+        memo = self._memo
+        counts = list(map(memo.get, map(id, messages)))
+        for i in [i for i, c in enumerate(counts) if c is None]:  # new messages only
+            message = messages[i]
+            counts[i] = memo[id(message)] = _message_marks(message)
+            self._kept.append(message)
+        return sum(cast("list[int]", counts))
+
+
 def count_breakpoints(request: Conversation) -> int:
     """The ``cache_control`` breakpoints a request carries (automatic caching counts as one)."""
     found = _has_mark(request) + sum(map(_has_mark, request.tools))
@@ -461,6 +468,7 @@ __all__ = [
     "FINAL_STOPS",
     "INCOMPLETE_STOPS",
     "MAX_BREAKPOINTS",
+    "BreakpointTally",
     "ContextEngine",
     "Prepared",
     "Verdict",
