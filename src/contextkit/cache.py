@@ -576,7 +576,7 @@ class CacheSimulator:
             return [], []
         marks = dict(flat.marks)
         auto = _ttl_of((request.__pydantic_extra__ or {}).get("cache_control"))
-        explicit = len(marks) + len(flat.bad_marks) - self._prefix_marks()
+        explicit = len(marks) + len(flat.bad_marks) - self._n_prefix_marks
         if cfg.placement == "engine":
             room = cfg.max_breakpoints - explicit - (auto is not None)
             marks.update(self._engine_marks(flat, room, cfg.ttl_s))
@@ -606,9 +606,6 @@ class CacheSimulator:
             if room > 0 and pos is not None and pos not in flat.marks and pos not in placed:
                 placed[pos], room = ttl, room - 1
         return placed
-
-    def _prefix_marks(self) -> int:
-        return self._n_prefix_marks
 
     def _alive(self, key: int, t: float) -> list[float] | None:
         entry = self._entries.get(key)
