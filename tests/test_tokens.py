@@ -17,6 +17,7 @@ import anthropic
 import pytest
 
 from contextkit.calibration import FamilyCalibration, default_calibration
+from contextkit.formats import load
 from contextkit.messages import (
     Conversation,
     Message,
@@ -32,12 +33,14 @@ from contextkit.tokens import (
     AnthropicCountingCounter,
     ApproxCounter,
     CalibratedCounter,
+    MemoCounter,
     TiktokenCounter,
     TokenCounter,
     TokenizerUnavailableWarning,
     counter_for_model,
     get_counter,
 )
+from corpus_paths import corpus_files
 
 REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-4-20250514",
@@ -349,3 +352,62 @@ def test_counting_a_growing_history_reuses_the_total_and_sees_every_edit() -> No
     for history in histories:
         conversation = Conversation(messages=history)
         assert memo.count_conversation(conversation) == fresh().count_conversation(conversation)
+
+
+def _every_count(counter: TokenCounter, conversation: Conversation) -> list[int]:
+    """Every count a pricing asks for: tools, system, each message and block, the whole."""
+    counts = [counter.count_tool(t) for t in conversation.tools]
+    counts += [counter.count_block(b) for b in conversation.system_blocks]
+    for message in conversation.messages:
+        counts.append(counter.count_message(message))
+        if not isinstance(message.content, str):
+            counts += [counter.count_block(b) for b in message.content]
+    counts.append(counter.count_conversation(conversation))
+    return counts
+
+
+def _calibrated() -> CalibratedCounter:
+    counter = counter_for_model("claude-sonnet-4-5")
+    assert isinstance(counter, CalibratedCounter)
+    return counter
+
+
+@pytest.mark.parametrize("make", [TiktokenCounter, ApproxCounter, _calibrated])
+def test_priming_changes_no_count_and_encodes_each_text_once(make: Any) -> None:
+    """prime() only moves the work: every count after it is what a fresh counter gives, and the
+    texts are tokenised in the one pass (counting afterwards encodes nothing new)."""
+    conversation = parse_conversation(REQUEST)
+    grown = conversation.append(
+        Message(role="assistant", content=(TextBlock(text="The version is 1.2."),)),
+        Message(role="user", content="Thanks. Now bump it to 1.3 please."),
+    )
+    other = parse_conversation(REQUEST)  # equal content, other objects: counted as its own
+    plain = grown.model_copy(update={"system": "Be brief."})  # a string system prompt
+    requests = [conversation, grown, other, plain]
+    response = Message(role="assistant", content=(ThinkingBlock(thinking="hm", signature="s"),))
+    primed, fresh = make(), make()
+    primed.prime(requests, [response, None])
+    encoded = len(primed._texts)
+    for request in requests:
+        assert _every_count(primed, request) == _every_count(fresh, request)
+    assert primed.count_message(response) == fresh.count_message(response)
+    assert len(primed._texts) == encoded  # nothing left to tokenise after priming
+
+
+def test_priming_the_counting_endpoint_asks_nothing(server: CountingServer) -> None:
+    counter = AnthropicCountingCounter("claude-sonnet-4-5", client=_client(server))
+    counter.prime([parse_conversation(REQUEST)])
+    assert server.bodies == []
+
+
+def test_priming_every_corpus_session_changes_no_count(corpus: Path) -> None:
+    for path in corpus_files(corpus):
+        for session in load(path, lenient=True).sessions:
+            requests = [c.request for c in session.calls]
+            responses = [c.response for c in session.calls]
+            primed, fresh = counter_for_model(session.model), counter_for_model(session.model)
+            assert isinstance(primed, MemoCounter)
+            primed.prime(requests, responses)
+            for request in requests:
+                got = _every_count(primed, request)
+                assert got == _every_count(fresh, request), f"{path}: {session.model}"

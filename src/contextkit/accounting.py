@@ -45,7 +45,7 @@ from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice, price_or_warn
 from contextkit.reference import is_openai, min_cacheable_tokens
 from contextkit.session import Call, Session, Usage
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import MemoCounter, TokenCounter, counter_for_model
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -205,6 +205,10 @@ def price_session(
         )
     counter = counter or counter_for_model(session.model)
     recorded = _recorded(session.calls)
+    if isinstance(counter, MemoCounter):
+        counted = output == "counted" or recorded is None  # see _outputs
+        responses = (c.response for c in session.calls) if counted else ()
+        counter.prime((c.request for c in session.calls), responses)
     notes: list[str] = []
     prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
     config = cache or default_cache(session, recorded)
@@ -220,10 +224,7 @@ def price_session(
         )
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
     prices = _Prices(price, default_model=session.model)
-    simulated = [
-        u.usage.model_copy(update={"output_tokens": o})
-        for u, o in zip(cached, outputs, strict=True)
-    ]
+    simulated = [_with_output(c.usage, o) for c, o in zip(cached, outputs, strict=True)]
     return _ledger(
         session,
         counter=counter,
@@ -234,6 +235,17 @@ def price_session(
         prices=prices,
         prefix=prefix,
         notes=notes,
+    )
+
+
+def _with_output(usage: Usage, output_tokens: int) -> Usage:
+    # Built anew: twice as fast as model_copy(update=...), once per call of every priced session.
+    return Usage(
+        input_tokens=usage.input_tokens,
+        cache_write_5m=usage.cache_write_5m,
+        cache_write_1h=usage.cache_write_1h,
+        cache_read=usage.cache_read,
+        output_tokens=output_tokens,
     )
 
 

@@ -22,7 +22,7 @@ import json
 import math
 import operator
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -111,6 +111,78 @@ def _is_media(block: Block) -> bool:
     return isinstance(block, ImageBlock | DocumentBlock)
 
 
+def _new_parts(
+    requests: Iterable[Conversation], responses: Iterable[Message | None], memo: Mapping[int, int]
+) -> tuple[dict[str, None], list[tuple[Block, str | None]]]:
+    """The distinct non-empty texts of these parts, in order, and their blocks not in ``memo``
+    with each one's text. A request's history shared with the one before (the same objects) is
+    not walked again."""
+    texts: dict[str, None] = {}
+    blocks: list[tuple[Block, str | None]] = []
+    seen: set[int] = set()  # ids of parts walked; the callers' objects outlive this walk
+    tools: object = None
+    system: object = None
+    before: tuple[Message, ...] = ()
+
+    def add_blocks(parts: Iterable[Block]) -> None:
+        for block in parts:
+            if id(block) not in seen and id(block) not in memo:
+                seen.add(id(block))
+                text = _plain_text(block)
+                blocks.append((block, text))
+                if text:
+                    texts[text] = None
+
+    def add_messages(messages: Iterable[Message]) -> None:
+        for message in messages:
+            if id(message) in seen:
+                continue
+            seen.add(id(message))
+            if isinstance(message.content, str):
+                texts[message.content] = None
+            else:
+                add_blocks(message.content)
+
+    for request in requests:
+        if request.tools is not tools:
+            tools = request.tools
+            texts.update((_tool_text(t), None) for t in request.tools if id(t) not in memo)
+        if request.system is not system:
+            system = request.system
+            if isinstance(system, str):
+                texts[system] = None
+            else:
+                add_blocks(request.system_blocks)
+        # The common case, the history grew, by its last shared message (a change further back
+        # leaves texts to be counted when asked: counts are the same, only later).
+        messages, n = request.messages, len(before)
+        grew = n == 0 or (n <= len(messages) and messages[n - 1] is before[-1])
+        add_messages(messages[n:] if grew else messages)
+        before = messages
+    add_messages(r for r in responses if r is not None)
+    texts.pop("", None)
+    return texts, blocks
+
+
+def _plain_text(block: Block) -> str | None:
+    """The text :meth:`MemoCounter._block` tokenises for ``block`` (None: it counts no text)."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ToolResultBlock) and isinstance(block.content, str):
+        return block.content
+    if isinstance(block, ImageBlock | RedactedThinkingBlock):
+        return None
+    if isinstance(block, DocumentBlock):
+        return _compact_json(block.source)
+    return block_text(block)
+
+
+def _tool_text(tool: Tool) -> str:
+    """The text of a tool definition as counted: its compact JSON, ``cache_control`` left out
+    (it tells the cache where to cut; the model never reads it, so it is not billed)."""
+    return _compact_json({k: v for k, v in to_payload(tool).items() if k != "cache_control"})
+
+
 class MemoCounter:
     """Base counter: memoises by block object and derives every count from ``count_text``.
 
@@ -145,6 +217,34 @@ class MemoCounter:
             hit = self._texts[text] = self._count_text(text) if text else 0
         return hit
 
+    def prime(
+        self, requests: Iterable[Conversation], responses: Iterable[Message | None] = ()
+    ) -> None:
+        """Count the parts of many requests (a session's, before it is priced) in one pass.
+
+        Only an optimisation, counts are unchanged: the distinct texts not counted yet are
+        tokenised back to back, where the tokenizer's tables stay in the processor's cache
+        (tokenising them one at a time between other work costs about a third more), then the
+        blocks are memoised, so later counts of them are lookups."""
+        memo = self._memo
+        texts, blocks = _new_parts(requests, responses, memo)
+        self._learn(texts)
+        for block, text in blocks:
+            if id(block) not in memo:  # media nested in a tool result may be counted by now
+                memo[id(block)] = int(self._block(block, text))
+                self._kept.append(block)
+
+    def _learn(self, texts: Iterable[str]) -> None:
+        """Count the non-empty ``texts`` not counted yet, all at once, into the memo."""
+        known = self._texts
+        new = [t for t in texts if t not in known]
+        for text, count in zip(new, self._count_texts(new), strict=True):
+            known[text] = count
+
+    def _count_texts(self, texts: list[str]) -> list[int]:
+        """Counts of many distinct, non-empty texts (subclasses may batch)."""
+        return [self._count_text(t) for t in texts]
+
     def _memoised(self, obj: object, compute: Callable[[], int]) -> int:
         hit = self._memo.get(id(obj))
         if hit is not None:
@@ -158,27 +258,22 @@ class MemoCounter:
         hit = self._memo.get(id(block))
         if hit is not None:
             return hit
-        value = self._memo[id(block)] = int(self._block(block))
+        value = self._memo[id(block)] = int(self._block(block, _plain_text(block)))
         self._kept.append(block)
         return value
 
-    def _block(self, block: Block) -> int:
-        # The two commonest blocks first, before the chain of type checks below.
-        if isinstance(block, TextBlock):
-            return self.count_text(block.text)
-        if isinstance(block, ToolResultBlock) and isinstance(block.content, str):
-            return self.count_text(block.content)
-        if isinstance(block, ImageBlock):
+    def _block(self, block: Block, text: str | None) -> int:
+        """Tokens of ``block``, whose text as the model reads it is ``text`` (:func:`_plain_text`,
+        worked out by the caller: None for a part that counts no text)."""
+        if text is None:
+            if isinstance(block, RedactedThinkingBlock):
+                # The payload is encrypted; its length is the only hint of the original size.
+                return math.ceil(len(block.data) * 3 / 16)
             return IMAGE_TOKENS_DEFAULT
-        if isinstance(block, DocumentBlock):
-            return self.count_text(_compact_json(block.source))
-        if isinstance(block, RedactedThinkingBlock):
-            # The payload is encrypted; its length is the only hint of the original size.
-            return math.ceil(len(block.data) * 3 / 16)
+        tokens = self.count_text(text)
         if isinstance(block, ToolResultBlock) and isinstance(block.content, tuple):
-            media = sum(self.count_block(b) for b in block.content if _is_media(b))
-            return self.count_text(block_text(block)) + media
-        return self.count_text(block_text(block))
+            tokens += sum(self.count_block(b) for b in block.content if _is_media(b))
+        return tokens
 
     def count_message(self, message: Message) -> int:
         hit = self._memo.get(id(message))
@@ -199,9 +294,7 @@ class MemoCounter:
         hit = self._memo.get(id(tool))
         if hit is not None:
             return hit
-        # cache_control tells the cache where to cut; the model never reads it (not billed).
-        payload = {k: v for k, v in to_payload(tool).items() if k != "cache_control"}
-        value = self._memo[id(tool)] = self.per_tool + self.count_text(_compact_json(payload))
+        value = self._memo[id(tool)] = self.per_tool + self.count_text(_tool_text(tool))
         self._kept.append(tool)
         return value
 
@@ -380,10 +473,14 @@ class CalibratedCounter(MemoCounter):
     def _count_text(self, text: str) -> int:
         return round(self.params.factor * self.base.count_text(text))
 
-    def _block(self, block: Block) -> int:
+    def _count_texts(self, texts: list[str]) -> list[int]:
+        self.base._learn(texts)  # the base tokenises them back to back; this scales its counts
+        return super()._count_texts(texts)
+
+    def _block(self, block: Block, text: str | None) -> int:
         if isinstance(block, ThinkingBlock):
             return round(self.params.thinking_scale * self.base.count_text(block.thinking))
-        tokens = super()._block(block)
+        tokens = super()._block(block, text)
         if isinstance(block, ToolUseBlock | ToolResultBlock):
             tokens += self.per_tool_block
         return tokens
@@ -492,6 +589,12 @@ class AnthropicCountingCounter(MemoCounter):
 
     def _framing(self) -> int:
         return self.count_request({"messages": [{"role": "user", "content": "."}]}) - 1
+
+    def prime(
+        self, requests: Iterable[Conversation], responses: Iterable[Message | None] = ()
+    ) -> None:
+        """Nothing to do ahead: each part counted here is a request to the endpoint, and whole
+        requests are what this counter is asked for."""
 
     def _count_text(self, text: str) -> int:
         count = self.count_request({"messages": [{"role": "user", "content": text}]})
