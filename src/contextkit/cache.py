@@ -57,7 +57,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -229,8 +229,7 @@ def _canon(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-@dataclass(frozen=True)
-class _Shape:
+class _Shape(NamedTuple):
     """One message's positions: content digests (the first one joined with the role), tokens (the
     first one with the message framing), which may carry a breakpoint, explicit marks and marks on
     thinking (offsets in the message), images, and whether it holds thinking."""
@@ -633,25 +632,29 @@ class CacheSimulator:
         self, flat: _Flat, t: float, request: Conversation, cfg: AnthropicCache
     ) -> CachedCall:
         bps, errors = self._breakpoints(flat, request, cfg)
-        usable = [(p, ttl) for p, ttl in bps if flat.cum(p) >= cfg.min_tokens]
+        cum = flat.cum
+        usable = [(p, ttl) for p, ttl in bps if cum(p) >= cfg.min_tokens]
         read = self._read(flat, usable, t, cfg.lookback_blocks)
-        written = {TTL_5M_S: 0, TTL_1H_S: 0}
+        write_5m = write_1h = 0
         end = read
         for pos, ttl in usable:
             if pos <= read:
                 continue
-            written[ttl if ttl in written else TTL_5M_S] += flat.cum(pos) - flat.cum(end)
+            if ttl == TTL_1H_S:
+                write_1h += cum(pos) - cum(end)
+            else:  # 5m, and any other TTL (rejected by the provider) priced as 5m
+                write_5m += cum(pos) - cum(end)
             entry = self._alive(flat.keys[pos], t + 1e-9)
             if entry is None:
                 self._entries[flat.keys[pos]] = [t, t + ttl, float(ttl)]
             else:
                 entry[1] = max(entry[1], t + ttl)
             end = pos
-        usage = Usage.model_construct(  # plain ints worked out here: nothing to validate
-            input_tokens=flat.total - flat.cum(end),
-            cache_write_5m=written[TTL_5M_S],
-            cache_write_1h=written[TTL_1H_S],
-            cache_read=flat.cum(read),
+        usage = Usage(  # validated: pydantic-core does it faster than model_construct
+            input_tokens=flat.total - cum(end),
+            cache_write_5m=write_5m,
+            cache_write_1h=write_1h,
+            cache_read=cum(read),
             output_tokens=0,
         )
         return self._result(flat, usage, len(bps), read + 1, errors)
@@ -681,7 +684,7 @@ class CacheSimulator:
     def _result(
         self, flat: _Flat, usage: Usage, breakpoints: int, read_blocks: int, errors: list[str]
     ) -> CachedCall:
-        return CachedCall.model_construct(  # plain values worked out here: nothing to validate
+        return CachedCall(  # validated: pydantic-core does it faster than model_construct
             usage=usage,
             context_tokens=flat.total,
             new_tokens=self._new + (flat.base if self._calls == 1 else 0),
@@ -694,7 +697,8 @@ class CacheSimulator:
 def _shared_messages(old: Sequence[Message], new: tuple[Message, ...]) -> int:
     """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))
-    # Tuple comparison in C checks identity before equality: cheap for shared histories.
+    # Tuple comparison in C checks identity before equality: cheap for shared histories (and
+    # faster than all(map(operator.is_, ...)), which calls a function per message).
     if n and old[n - 1] is new[n - 1] and tuple(old[:n]) == new[:n]:
         return n
     for i in range(n):

@@ -24,7 +24,6 @@ Contract:
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,7 +49,7 @@ from contextkit.recall import (
 from contextkit.reference import context_window
 from contextkit.session import Call, Session
 from contextkit.strategies.base import CallFacts, Receipt, Strategy
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import MemoCounter, TokenCounter, counter_for_model
 
 ASSUMPTION = (
     "replay keeps the recorded responses: it measures what each view would have cost and kept, "
@@ -242,9 +241,10 @@ class _Walker:
         return None
 
     def _continues(self, prefix: tuple[Message, ...], thread: _Thread) -> bool:
-        # Identity first (C-level, readers share message objects between requests); a message
-        # that differs only by a moved cache mark compares equal once stripped.
-        if all(map(operator.is_, prefix, thread.raw)):
+        # Identity first (tuple comparison checks it in C before equality, and readers share
+        # message objects between requests); a message that differs only by a moved cache mark
+        # compares equal once stripped.
+        if prefix == thread.raw:
             return True
         pairs = zip(prefix, thread.raw, thread.sent, strict=True)
         return all(a is b or self.strip(a) == s for a, b, s in pairs)
@@ -300,6 +300,8 @@ def replay(
 ) -> Replay:
     """Replay ``session`` under ``strategy`` (see the module docstring)."""
     counter = counter or counter_for_model(session.model)
+    if isinstance(counter, MemoCounter):  # the tape's text, tokenised in one pass
+        counter.prime((c.request for c in session.calls), (c.response for c in session.calls))
     window = window or context_window(session.model) or 200_000
     hidden = _hidden_tokens(session, counter, price)
     budget = budget_tokens or max(window - hidden - 16_000, 1)
@@ -448,18 +450,25 @@ def _rows(
     window: int,
 ) -> tuple[ReplayRow, ...]:
     table = ledger.simulated
+    columns = zip(  # plain lists: indexing numpy arrays element by element is slow
+        ledger.context_tokens.tolist(),
+        table.input.tolist(),
+        (table.cache_write_5m + table.cache_write_1h).tolist(),
+        table.cache_read.tolist(),
+        table.output.tolist(),
+        table.cost_usd.tolist(),
+        strict=True,
+    )
     rows = []
-    for i in range(len(session.calls)):
-        context = int(ledger.context_tokens[i])
-        cost = float(table.cost_usd[i])
+    for i, (context, uncached, written, read, output, cost) in enumerate(columns):
         rows.append(
             ReplayRow(
                 call=i,
                 context_tokens=context,
-                input_tokens=int(table.input[i]),
-                cache_write=int(table.cache_write_5m[i] + table.cache_write_1h[i]),
-                cache_read=int(table.cache_read[i]),
-                output_tokens=int(table.output[i]),
+                input_tokens=uncached,
+                cache_write=written,
+                cache_read=read,
+                output_tokens=output,
                 cost_usd=None if math.isnan(cost) else cost,
                 compacted=bool(receipts[i]),
                 tokens_freed=sum(r.tokens_freed for r in receipts[i]),
