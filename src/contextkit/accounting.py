@@ -224,13 +224,12 @@ def price_session(
         )
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
     prices = _Prices(price, default_model=session.model)
-    simulated = [_with_output(c.usage, o) for c, o in zip(cached, outputs, strict=True)]
     return _ledger(
         session,
         counter=counter,
         config=config,
         cached=cached,
-        simulated=simulated,
+        outputs=outputs,
         recorded=recorded,
         prices=prices,
         prefix=prefix,
@@ -239,7 +238,7 @@ def price_session(
 
 
 def _with_output(usage: Usage, output_tokens: int) -> Usage:
-    # Built anew: twice as fast as model_copy(update=...), once per call of every priced session.
+    # Built anew: twice as fast as model_copy(update=...).
     return Usage(
         input_tokens=usage.input_tokens,
         cache_write_5m=usage.cache_write_5m,
@@ -255,7 +254,7 @@ def _ledger(
     counter: TokenCounter,
     config: CacheConfig,
     cached: Sequence[CachedCall],
-    simulated: Sequence[Usage],
+    outputs: Sequence[int],
     recorded: Sequence[Usage] | None,
     prices: _Prices,
     prefix: Sequence[PrefixPart],
@@ -274,7 +273,7 @@ def _ledger(
         model=session.model,
         counter=counter.name,
         cache=config,
-        simulated=prices.table(calls, simulated),
+        simulated=prices.table(calls, [c.usage for c in cached], outputs),
         context_tokens=_ints([c.context_tokens for c in cached]),
         new_tokens=_ints([c.new_tokens for c in cached]),
         recorded=rec_table,
@@ -297,8 +296,13 @@ class _Prices:
         price = self.price if self.price is not None else self._lookup(call)
         return price.cost(usage) if price is not None else None
 
-    def table(self, calls: Sequence[Call], usages: Sequence[Usage]) -> TokenTable:
+    def table(
+        self, calls: Sequence[Call], usages: Sequence[Usage], outputs: Sequence[int] | None = None
+    ) -> TokenTable:
+        """Tokens and cost per call; ``outputs``: output tokens that replace the usages' own."""
         tokens = TokenTable.from_usages(usages, [], [])
+        if outputs is not None:
+            tokens = replace(tokens, output=_ints(outputs))
         flat = self._flat_price(calls)
         if flat is not None:  # one price, no tiers: price the columns at once
             inputs = (
@@ -311,6 +315,8 @@ class _Prices:
             return replace(
                 tokens, cost_usd=_dollars(costs.tolist()), input_cost_usd=_dollars(inputs.tolist())
             )
+        if outputs is not None:  # priced call by call: each usage with its output
+            usages = [_with_output(u, o) for u, o in zip(usages, outputs, strict=True)]
         pairs = list(zip(calls, usages, strict=True))
         costs_by_call = [self.cost(c, u) for c, u in pairs]
         inputs_by_call = [self.cost(c, u.model_copy(update={"output_tokens": 0})) for c, u in pairs]

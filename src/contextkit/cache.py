@@ -261,7 +261,8 @@ class CacheSimulator:
         self.warm_tokens = warm_tokens
         self._n_prefix_marks = sum(part.ttl_s is not None for part in self.prefix)
         self._flat = _Flat()
-        self._shapes: dict[tuple[int, bool], tuple[Message, _Shape]] = {}
+        self._shapes: dict[int, tuple[Message, _Shape]] = {}
+        self._stripped: dict[int, tuple[Message, _Shape]] = {}
         self._resets = {"messages": 0, "system": 0}
         """Harness resets so far, per level: mixed into the keys of that level."""
         self._previous_end: Message | None = None
@@ -391,14 +392,14 @@ class CacheSimulator:
     def _shape_of(self, message: Message, strip: bool) -> _Shape:
         """:meth:`_shape`, memoised; stripping leaves a message without thinking as it is (the
         messages after a stripped one are flattened again only for their keys)."""
-        hit = self._shapes.get((id(message), False))
+        hit = self._shapes.get(id(message))
         if hit is None or hit[0] is not message:
-            hit = self._shapes[(id(message), False)] = (message, self._shape(message, False))
+            hit = self._shapes[id(message)] = (message, self._shape(message, False))
         if not strip or not hit[1].thinking:
             return hit[1]
-        stripped = self._shapes.get((id(message), True))
+        stripped = self._stripped.get(id(message))
         if stripped is None or stripped[0] is not message:
-            stripped = self._shapes[(id(message), True)] = (message, self._shape(message, True))
+            stripped = self._stripped[id(message)] = (message, self._shape(message, True))
         return stripped[1]
 
     def _shape(self, message: Message, strip: bool) -> _Shape:
@@ -434,6 +435,9 @@ class CacheSimulator:
             else:  # the role and the message boundary join the prefix
                 digests.append(hash(("msg", message.role, content_digest)))
                 tokens.append(count + framing)
+            if not kind:  # most blocks: no thinking, no image, no extra field (so no mark)
+                cacheable.append(True)
+                continue
             cacheable.append(not kind & _THINKING)  # thinking is never a breakpoint
             images += 1 if kind & _IMAGE else 0
             ttl = _mark(block) if kind & _EXTRA else None  # type: ignore[arg-type]
@@ -493,9 +497,9 @@ class CacheSimulator:
     def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
         """What the messages-level key depends on besides the blocks."""
         extra = request.__pydantic_extra__ or {}
-        images = (flat.msg_images[keep - 1] if keep else 0) + sum(
-            self._shape_of(m, False).images for m in request.messages[keep:]
-        )
+        images = flat.msg_images[keep - 1] if keep else 0
+        for message in request.messages[keep:]:  # usually the one or two appended
+            images += self._shape_of(message, False).images
         tool_choice, thinking = _canon(extra.get("tool_choice")), _canon(extra.get("thinking"))
         # A system reset rewrites the messages too, even where no system position exists.
         resets = (self._resets["messages"], self._resets["system"])
@@ -573,7 +577,7 @@ class CacheSimulator:
     ) -> tuple[list[tuple[int, int]], list[str]]:
         if cfg.placement == "off" or not flat.keys:
             return [], []
-        marks = dict(flat.marks)
+        marks = dict(flat.marks) if flat.marks else {}
         auto = _ttl_of((request.__pydantic_extra__ or {}).get("cache_control"))
         explicit = len(marks) + len(flat.bad_marks) - self._n_prefix_marks
         if cfg.placement == "engine":
@@ -583,8 +587,9 @@ class CacheSimulator:
             marks[_last_cacheable(flat, len(flat.keys) - 1)] = auto
         elif explicit == 0 and cfg.placement not in ("as-sent", "engine"):
             marks.update(_placed(flat, cfg))
-        errors = _mark_errors(marks, flat, cfg)
-        return sorted(marks.items()), errors
+        if len(marks) == 1 <= cfg.max_breakpoints and not flat.bad_marks:  # nothing to check
+            return list(marks.items()), []
+        return sorted(marks.items()), _mark_errors(marks, flat, cfg)
 
     def _engine_marks(self, flat: _Flat, room: int, ttl: int) -> dict[int, int]:
         """``engine.place_breakpoints`` on the flattened request: the same positions, no copies."""
@@ -622,9 +627,11 @@ class CacheSimulator:
                 if entry is not None and entry[0] < t < entry[1]:
                     best = q
                     break
-        for pos in {best, *(p for p, _ in bps if p <= best)} - {-1}:
-            entry = self._alive(keys[pos], t)
-            if entry is not None:
+        if best < 0:
+            return best
+        for pos in {best, *(p for p, _ in bps if p <= best)}:
+            entry = entries.get(keys[pos])
+            if entry is not None and entry[0] < t < entry[1]:
                 entry[1] = max(entry[1], t + entry[2])
         return best
 
