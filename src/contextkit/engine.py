@@ -21,7 +21,6 @@ Contract:
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +38,7 @@ from contextkit.messages import (
     RedactedThinkingBlock,
     ThinkingBlock,
     Tool,
+    extends,
     to_payload,
 )
 from contextkit.session import Call, Session, Usage
@@ -382,7 +382,7 @@ class BreakpointTally:
         messages = view.messages
         before, total = self._last
         n = len(before)
-        if not (n <= len(messages) and all(map(operator.is_, before, messages))):
+        if not extends(messages, before):
             n, total = 0, 0
         total += self._messages(messages[n:])
         self._last = (messages, total)

@@ -308,6 +308,17 @@ def block_payload(block: Block) -> dict[str, Any]:
     return to_payload(block)
 
 
+def extends(messages: Sequence[Message], before: Sequence[Message]) -> bool:
+    """Whether ``messages`` begins with ``before`` (the same objects, as structural sharing leaves
+    a growing history, or equal ones). Checked in C: tuple comparison tests identity before
+    equality, so a shared history costs a pointer comparison per message (faster than
+    ``all(map(operator.is_, ...))``, which calls a function per message)."""
+    n = len(before)
+    if n == 0:
+        return True
+    return n <= len(messages) and tuple(messages[:n]) == tuple(before)
+
+
 __all__ = [
     "BLOCKS_ADAPTER",
     "BLOCK_ADAPTER",
@@ -332,6 +343,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "block_payload",
+    "extends",
     "parse_block",
     "parse_conversation",
     "parse_message",

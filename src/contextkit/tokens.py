@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import operator
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -46,6 +45,7 @@ from contextkit.messages import (
     Tool,
     ToolResultBlock,
     ToolUseBlock,
+    extends,
     to_payload,
 )
 from contextkit.reference import is_openai, normalise_model, parse_claude, tool_use_overhead
@@ -119,15 +119,14 @@ def _new_parts(
     not walked again."""
     texts: dict[str, None] = {}
     blocks: list[tuple[Block, str | None]] = []
-    seen: set[int] = set()  # ids of parts walked; the callers' objects outlive this walk
+    seen: set[int] = set()  # ids of messages walked; the callers' objects outlive this walk
     tools: object = None
     system: object = None
     before: tuple[Message, ...] = ()
 
     def add_blocks(parts: Iterable[Block]) -> None:
-        for block in parts:
-            if id(block) not in seen and id(block) not in memo:
-                seen.add(id(block))
+        for block in parts:  # a block twice (in two messages) is memoised once by prime
+            if id(block) not in memo:
                 text = _plain_text(block)
                 blocks.append((block, text))
                 if text:
@@ -230,7 +229,7 @@ class MemoCounter:
         texts, blocks = _new_parts(requests, responses, memo)
         self._learn(texts)
         for block, text in blocks:
-            if id(block) not in memo:  # media nested in a tool result may be counted by now
+            if id(block) not in memo:  # a block met twice, or media nested in a counted result
                 memo[id(block)] = int(self._block(block, text))
                 self._kept.append(block)
 
@@ -319,9 +318,9 @@ class MemoCounter:
         tallies = self._tallies
         hit = next(
             (
-                (i, n, total)
+                (i, len(before), total)
                 for i, (before, total) in enumerate(tallies)
-                if (n := len(before)) <= len(messages) and all(map(operator.is_, before, messages))
+                if extends(messages, before)
             ),
             None,
         )

@@ -33,7 +33,6 @@ Contract:
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -50,7 +49,7 @@ from contextkit.formats.claude_code_calls import (
     resolve_parents,
 )
 from contextkit.formats.claude_code_records import ParsedFile, Rec, parse_file
-from contextkit.messages import Message, TextBlock
+from contextkit.messages import Message, TextBlock, extends
 from contextkit.session import Call, LoadedFile, Session, SkippedRecord
 
 FORMAT = "claude-code"
@@ -206,7 +205,7 @@ def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
     for call in calls:
         messages = call.request.messages
         n = len(before)
-        shared = n <= len(messages) and all(map(operator.is_, messages[:n], before))
+        shared = extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
         out.append(call.model_copy(update={"cache_reset": reset}) if reset else call)
         before = messages

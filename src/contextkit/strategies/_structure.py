@@ -14,7 +14,6 @@ Contract: these helpers read a tuple of :class:`Message` and never build invalid
 
 from __future__ import annotations
 
-import operator
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -29,6 +28,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    extends,
 )
 from contextkit.tokens import TokenCounter
 
@@ -186,9 +186,7 @@ def _grown(
     """The total of ``messages`` from a remembered view they extend (None when none matches)."""
     for k, entry in enumerate(seen):
         n = len(entry.messages)
-        if n <= len(messages) and (
-            entry.messages is messages or all(map(operator.is_, entry.messages, messages))
-        ):
+        if extends(messages, entry.messages):
             del seen[k]
             return entry.total + sum(map(part, messages[n:]))
     return None
