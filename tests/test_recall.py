@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextkit.examples import ExampleSpec, generate_session
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.recall import (
@@ -18,6 +19,7 @@ from contextkit.recall import (
     score_call,
     summarise,
     wanted_facts,
+    wanted_index,
 )
 from corpus_paths import corpus_files
 
@@ -242,3 +244,90 @@ def test_wanted_facts_of_every_corpus_session(corpus: Path) -> None:
                     assert index.of(message) == facts & wanted, path
                     checked += bool(facts & wanted)
     assert checked > 100  # messages that do hold wanted facts
+
+
+# --------------------------------------------------------------------------------------------------
+# wanted_index: the index a replay builds, with the responses extracted once (their facts and
+# runs known before any request is indexed). It must answer exactly as a fresh wanted index.
+
+
+def _messages(texts: list[str]) -> list[Message]:
+    return [Message(role="assistant", content=t) for t in texts]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_TEXTS, max_size=4), st.lists(_TEXTS, min_size=1, max_size=5), st.data())
+def test_wanted_index_matches_the_reference(
+    answers: list[str], texts: list[str], data: Any
+) -> None:
+    """Requests that reuse the responses' runs and error lines (texts joined with them)."""
+    responses = _messages(answers)
+    index = wanted_index([None, *responses])
+    wanted = frozenset().union(*map(reference_facts, answers))
+    assert index.wanted == wanted == wanted_facts(responses)
+    pool = [*answers, *texts]
+    mixed = [*texts, *(data.draw(st.sampled_from(pool)) + sep + t for t in pool for sep in "\n ")]
+    for message in [*_messages(mixed), *responses]:
+        assert index.of(message) == reference_facts(message_text(message)) & wanted
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "KeyError: 'currency', parse_query_3922. Next step.",
+        "x.ValueError: bad a/b.py line 1250\nAssertionError",
+        "naïve.KeyError: é →arrow_name4 src/naïve.py",
+        "ok KeyError: done",
+    ],
+)
+def test_wanted_index_finds_error_strings_only_where_they_are(answer: str) -> None:
+    responses = _messages([answer])
+    index = wanted_index(responses)
+    texts = [
+        answer,
+        "prefix " + answer + " suffix",
+        "y." + answer,
+        answer.replace(" ", "  "),
+        answer[: len(answer) // 2],
+        "KeyError ValueError AssertionError: other",
+    ]
+    for text in texts:
+        expected = reference_facts(text) & reference_facts(answer)
+        assert index.of(Message(role="user", content=text)) == expected, text
+
+
+def test_message_text_of_one_block_and_of_several() -> None:
+    one = Message(role="user", content=(TextBlock(text="only"),))
+    two = Message(role="user", content=(TextBlock(text="a"), TextBlock(text="b")))
+    assert message_text(one) == "only"
+    assert message_text(two) == "a\nb"
+
+
+def test_wanted_index_of_a_generated_session() -> None:
+    session = generate_session(ExampleSpec(calls=40, user_turns=2, seed=3))
+    responses = [c.response for c in session.calls]
+    index = wanted_index(responses)
+    wanted = wanted_facts(responses)
+    assert index.wanted == wanted
+    assert wanted
+    for call in session.calls:
+        for message in (*call.request.messages, *filter(None, [call.response])):
+            assert index.of(message) == reference_facts(message_text(message)) & wanted
+
+
+@pytest.mark.corpus
+def test_wanted_index_answers_as_a_fresh_index_over_every_corpus_session(corpus: Path) -> None:
+    """Every corpus session replayed as replay indexes it: the responses pre-filled index and a
+    fresh wanted index (checked against the reference above) give every message the same facts."""
+    checked = 0
+    for path in corpus_files(corpus):
+        for session in load(path, lenient=True).sessions:
+            responses = [c.response for c in session.calls]
+            index = wanted_index(responses)
+            fresh = FactIndex(wanted=wanted_facts(responses))
+            assert index.wanted == fresh.wanted, path
+            for call in session.calls:
+                for message in (*call.request.messages, *filter(None, [call.response])):
+                    assert index.of(message) == fresh.of(message), path
+                    checked += 1
+    assert checked > 0

@@ -6,6 +6,10 @@ is *kept* when some message of the view (including a summary the strategy wrote)
 Recall is kept / needed over the session. Facts are extracted with the same rules from both sides,
 so the measure is consistent; it is a proxy (a model might have re-derived a lost fact, or used one
 the proxy does not see), and reports list examples so a person can judge.
+
+A replay indexes messages with ``index = wanted_index(c.response for c in session.calls)``: the
+same as ``FactIndex(wanted=wanted_facts(...))`` (``index.wanted`` is that set), but the responses
+are extracted once, and their facts are already known when they come back in later requests.
 """
 
 from __future__ import annotations
@@ -90,6 +94,17 @@ def _runs(text: str) -> set[str]:
     return set(cut.decode("utf-8", "surrogatepass").split())
 
 
+def _runs_in_order(text: str) -> list[str]:
+    """The runs of ``text`` (see :func:`_runs`), in order, repeated (:func:`_runs`, inlined
+    for speed, builds the same)."""
+    return (
+        text.encode("utf-8", "surrogatepass")
+        .translate(_RUN_BYTES)
+        .decode("utf-8", "surrogatepass")
+        .split()
+    )
+
+
 class _RunFacts:
     r"""Facts per run, remembered for a session: the patterns run once over the runs that no
     earlier text held, and a text's facts are the union over its runs (and its error strings).
@@ -100,6 +115,8 @@ class _RunFacts:
     over the text. (Non-ASCII characters stay inside runs, where the patterns judge them as
     in the text.) Runs repeat across a session's messages far more than lines or words do.
     Only error strings (whose message runs on past spaces) are read from the text itself.
+    A run's facts do not depend on which runs are learned with it, so texts can be learned in
+    one batch (:meth:`learn`) and answered after (:meth:`of_runs`).
 
     Each scan runs over the new runs joined by newlines, with ``\n`` as an alternative: the
     matches come with one separator between runs, so joining them with spaces and splitting at
@@ -118,11 +135,20 @@ class _RunFacts:
 
     def facts(self, text: str) -> frozenset[str]:
         runs = _runs(text)
+        self.learn(runs)
+        return self.of_runs(runs, text)
+
+    def learn(self, runs: AbstractSet[str]) -> None:
+        """Learn the runs not seen before."""
         new = runs - self.seen
         if new:
             self._learn(list(new))
+
+    def of_runs(self, runs: set[str], text: str) -> frozenset[str]:
+        """The facts of ``text``, whose runs (all learned) are ``runs``."""
         found = runs & self.selves
-        found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
+        if not self.compound.keys().isdisjoint(runs):
+            found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
         found.update(_errors(text))
         return frozenset(found)
 
@@ -196,6 +222,11 @@ def _errors(text: str) -> list[str]:
 
 _SIMPLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{5,}|\d{3,}")
 """Facts that are one word: an identifier, or a number without decimals."""
+_ERROR_HEAD = re.compile(r"[A-Z]\w*(?:Error|Exception)\b")
+r"""How every error string starts (its *head*: the name, a whole ``\w`` word of the text)."""
+_PIECE = re.compile(r"[A-Za-z0-9_]+")
+_PIECES = str.maketrans("./-", "   ")
+"""Cuts an ASCII run into its words."""
 
 
 class _WantedFacts:
@@ -207,41 +238,127 @@ class _WantedFacts:
     one-word fact of ``wanted`` (``_SIMPLE``) is that fact in the text: the characters around a
     run are neither ``\w`` nor ``.``, which is what the identifier's ``\b`` and the number's
     lookarounds ask, and a wanted identifier passed the identifier rule where it was found.
-    Every other wanted fact is found as :class:`_RunFacts` finds it: in the other runs (learned
-    once each) and in error strings (read only when some wanted fact is one). So the ASCII word
-    runs, most runs of a session, are never scanned by a pattern: one set intersection finds
-    their facts."""
+    (So is an error string without a message: an ASCII one is also such an identifier.) Every
+    other wanted fact is found as :class:`_RunFacts` finds it: in the other runs (learned once
+    each, their wanted facts kept in ``selves`` and ``compound``) and in error strings. So the
+    ASCII word runs, most runs of a session, are never scanned by a pattern: one set
+    intersection finds their facts.
 
-    def __init__(self, wanted: frozenset[str]) -> None:
+    Error strings are read only from a text that may hold a wanted one: its head (a whole
+    ``\w`` word, so inside one run: a run equal to it, or a longer run holding it, noted in
+    ``heads`` when first met), an inner run of it and the whole string occur in the text.
+
+    ``runs.seen`` holds the runs met that are not ASCII words, each judged once when first met,
+    and the runs a ``learned`` :class:`_RunFacts` brings (each learned in full by it)."""
+
+    def __init__(self, wanted: frozenset[str], learned: _RunFacts | None = None) -> None:
         self.wanted = wanted
-        self.simple = frozenset(f for f in wanted if _SIMPLE.fullmatch(f))
-        self.errors = any(
-            f not in self.simple and ("Error" in f or "Exception" in f) for f in wanted
+        self.runs = learned or _RunFacts()
+        simple = {f for f in wanted if _SIMPLE.fullmatch(f)}
+        others = [f for f in wanted if f not in simple]
+        self.selves: set[str] = set(simple)
+        """runs whose wanted facts are just the run itself"""
+        self.compound: dict[str, tuple[str, ...]] = {}
+        """the other runs that hold wanted facts, with those facts"""
+        self.by_head: dict[str, list[tuple[str, str | None]]] = {}
+        """the wanted facts an error string may give (not one-word), by head, with a run the
+        text must hold (one of the fact's runs between two others: whole in the text too)"""
+        for fact in others:
+            head = _ERROR_HEAD.match(fact)
+            if head:
+                inner = _runs_in_order(fact)[1:-1]
+                anchor = max(inner, key=len) if inner else None
+                self.by_head.setdefault(head.group(), []).append((fact, anchor))
+        self.heads: dict[str, tuple[str, ...]] = {h: (h,) for h in self.by_head}
+        """runs that may hold a head, with those heads"""
+        self.keys = frozenset(simple).union(
+            max(_PIECE.findall(f), key=len) for f in others if f.isascii() and _PIECE.search(f)
         )
-        self.runs = _RunFacts()
+        """a word of each ASCII wanted fact (its longest): see :meth:`_learn`"""
+        self._adopt(self.runs.seen)
+        self._note_heads(self.runs.seen)
 
     def facts(self, text: str) -> frozenset[str]:
         runs = _runs(text)
-        per_run = self.runs
-        new = runs - per_run.seen
+        seen = self.runs.seen
+        if text.isascii():  # most texts: one check instead of one per run
+            new = [r for r in runs if ("." in r or "/" in r or "-" in r) and r not in seen]
+        else:
+            new = [
+                r
+                for r in runs
+                if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
+            ]
         if new:
-            compound = [r for r in new if not r.isascii() or "." in r or "/" in r or "-" in r]
-            per_run.seen.update(new)
-            if compound:
-                per_run._learn(compound)
-        found = runs & self.simple
-        rest = runs & per_run.selves
-        rest.update(*map(per_run.compound.__getitem__, runs & per_run.compound.keys()))
-        if self.errors:
-            rest.update(_errors(text))
-        found |= rest & self.wanted
+            seen.update(new)
+            self._learn(new)
+        found = runs & self.selves
+        if not self.compound.keys().isdisjoint(runs):  # rarely not
+            found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
+        if self.heads:
+            heads = runs & self.heads.keys()
+            if heads:
+                found.update(self._errors(text, runs, heads))
         return frozenset(found)
+
+    def _learn(self, compound: list[str]) -> None:
+        r"""Learn the new runs that may hold a wanted fact; note those that may hold a head.
+
+        ``compound``: runs that are not ASCII words (those ``selves`` answers for). Every word
+        (``\w`` run) of a fact the patterns find in a run is a whole word of the run: each fact
+        starts after a non-word character (or with one) and ends with a word character before
+        one (lookarounds, ``\b``, the path guard). So an ASCII run (whose non-word characters
+        are ``./-``) holds a wanted fact only if it has the fact's key word: most runs, and
+        most texts' new runs at once, are ruled out in C. Non-ASCII runs are always learned."""
+        joined = " ".join(compound)
+        if not joined.isascii() or not self.keys.isdisjoint(joined.translate(_PIECES).split()):
+            keys = self.keys
+            learn = [
+                r
+                for r in compound
+                if not r.isascii() or not keys.isdisjoint(r.translate(_PIECES).split())
+            ]
+            if learn:
+                self.runs._learn(learn)
+                self._adopt(set(learn))
+        if self.by_head and ("Error" in joined or "Exception" in joined):
+            self._note_heads(compound)
+
+    def _adopt(self, runs: AbstractSet[str]) -> None:
+        """Keep the wanted facts of learned runs."""
+        learned, wanted = self.runs, self.wanted
+        self.selves |= learned.selves & runs & wanted
+        for run in learned.compound.keys() & runs:
+            facts = learned.compound[run]
+            if not wanted.issuperset(facts):  # all wanted when learned from the responses
+                facts = tuple(f for f in facts if f in wanted)
+            if facts:
+                self.compound[run] = facts
+
+    def _note_heads(self, runs: Iterable[str]) -> None:
+        """Note the runs that hold a head (a whole word of a run: a substring of it)."""
+        for run in runs:
+            if "Error" in run or "Exception" in run:
+                heads = tuple(h for h in self.by_head if h in run)
+                if heads:
+                    self.heads[run] = heads
+
+    def _errors(self, text: str, runs: set[str], with_heads: set[str]) -> list[str]:
+        """The wanted error strings of ``text`` (its ``runs``, some ``with_heads``)."""
+        for head in {h for run in with_heads for h in self.heads[run]}:
+            for fact, anchor in self.by_head[head]:
+                if (anchor is None or anchor in runs) and fact in text:
+                    return [f for f in _errors(text) if f in self.wanted]
+        return []
 
 
 def message_text(message: Message) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "\n".join(block_text(b) for b in message.content)
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if len(content) == 1:  # most messages: no joined copy
+        return block_text(content[0])
+    return "\n".join([block_text(b) for b in content])
 
 
 @dataclass
@@ -250,16 +367,23 @@ class FactIndex:
 
     With ``wanted``, :meth:`of` gives only the facts among ``wanted`` (``extract_facts & wanted``):
     a replay passes the facts its recorded responses use (:func:`wanted_facts`), the only ones
-    that can be needed, and scores exactly as with every fact, for less work."""
+    that can be needed, and scores exactly as with every fact, for less work.
+    :func:`wanted_index` builds that index without extracting the responses twice."""
 
     wanted: frozenset[str] | None = None
     _memo: dict[int, tuple[Message, frozenset[str]]] = field(default_factory=dict)
     _per_run: _RunFacts | _WantedFacts = field(init=False)
     """Facts per run of path characters (a session repeats its runs message after message)."""
     _systems: dict[int, tuple[object, str]] = field(default_factory=dict)
+    _learned: _RunFacts | None = field(default=None, repr=False)
+    """Runs already learned (by :func:`wanted_index`), for a ``wanted`` index to start from."""
 
     def __post_init__(self) -> None:
-        self._per_run = _RunFacts() if self.wanted is None else _WantedFacts(self.wanted)
+        if self.wanted is None:
+            self._per_run = self._learned or _RunFacts()
+        else:
+            self._per_run = _WantedFacts(self.wanted, self._learned)
+        self._learned = None
 
     def of(self, message: Message) -> frozenset[str]:
         hit = self._memo.get(id(message))
@@ -290,10 +414,30 @@ class FactIndex:
         return out
 
 
+def _all_facts(messages: list[Message]) -> tuple[list[frozenset[str]], _RunFacts]:
+    """Each message's facts, its runs learned in one batch (cheaper than text by text)."""
+    learned = _RunFacts()
+    texts = [message_text(m) for m in messages]
+    runs = [_runs(t) for t in texts]
+    learned.learn(set().union(*runs))
+    return list(map(learned.of_runs, runs, texts)), learned
+
+
 def wanted_facts(messages: Iterable[Message | None]) -> frozenset[str]:
     """Every fact the messages hold (the recorded responses of a session: what can be needed)."""
-    index = FactIndex()
-    return frozenset().union(*(index.of(m) for m in messages if m is not None))
+    return frozenset().union(*_all_facts([m for m in messages if m is not None])[0])
+
+
+def wanted_index(responses: Iterable[Message | None]) -> FactIndex:
+    """``FactIndex(wanted=wanted_facts(responses))`` (``.wanted`` holds that set), which already
+    knows the responses' facts and their runs: they are not extracted again when they come back
+    in later requests or are scored."""
+    messages = [m for m in responses if m is not None]
+    facts, learned = _all_facts(messages)
+    index = FactIndex(wanted=frozenset().union(*facts), _learned=learned)
+    # Every fact of a response is wanted: its memo entry is its facts.
+    index._memo.update((id(m), (m, f)) for m, f in zip(messages, facts, strict=True))
+    return index
 
 
 @dataclass(frozen=True)
@@ -375,4 +519,5 @@ __all__ = [
     "summarise",
     "system_text",
     "wanted_facts",
+    "wanted_index",
 ]
