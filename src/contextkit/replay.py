@@ -44,7 +44,7 @@ from contextkit.recall import (
     RecallReport,
     score_facts,
     summarise,
-    wanted_facts,
+    wanted_index,
 )
 from contextkit.reference import context_window
 from contextkit.session import Call, Session
@@ -307,7 +307,7 @@ def replay(
     budget = budget_tokens or max(window - hidden - 16_000, 1)
     walker = _Walker(session)
     # Only facts some recorded response uses can be needed: the index keeps just those.
-    index = FactIndex(wanted=wanted_facts(c.response for c in session.calls))
+    index = wanted_index(c.response for c in session.calls)
     views: list[Conversation] = []
     tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
