@@ -15,6 +15,8 @@ from typing import Any
 
 import anthropic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextkit.calibration import FamilyCalibration, default_calibration
 from contextkit.formats import load
@@ -37,6 +39,7 @@ from contextkit.tokens import (
     TiktokenCounter,
     TokenCounter,
     TokenizerUnavailableWarning,
+    _compact_json,
     counter_for_model,
     get_counter,
 )
@@ -411,3 +414,17 @@ def test_priming_every_corpus_session_changes_no_count(corpus: Path) -> None:
             for request in requests:
                 got = _every_count(primed, request)
                 assert got == _every_count(fresh, request), f"{path}: {session.model}"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_compact_json_is_json_dumps(value: Any) -> None:
+    """The prebuilt C encoder writes what json.dumps writes with the same options."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert _compact_json(value) == expected

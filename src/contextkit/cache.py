@@ -56,7 +56,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import accumulate
 from typing import Literal, NamedTuple, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -362,20 +361,27 @@ class CacheSimulator:
 
     def _message(self, flat: _Flat, message: Message, seed: int | None, strip: bool) -> None:
         """Push one message's positions; ``strip``: leave out its thinking blocks (not billed)."""
-        index = len(flat.messages)
-        flat.messages.append(message)
-        start = len(flat.keys)
-        flat.msg_start.append(start)
         shape = self._shape_of(message, strip)
-        opens = shape.opens
-        flat.msg_turn.append(index if opens else (flat.msg_turn[-1] if flat.msg_turn else -1))
         keys, acc = flat.keys, flat.acc
+        start = len(keys)
+        if flat.messages:
+            turn = len(flat.messages) if shape.opens else flat.msg_turn[-1]
+            images = flat.msg_images[-1] + shape.images
+        else:
+            turn, images = (0 if shape.opens else -1), shape.images
+        flat.messages.append(message)
+        flat.msg_start.append(start)
+        flat.msg_turn.append(turn)
+        flat.msg_images.append(images)
+        flat.msg_thinking.append(shape.thinking)
         key = seed if seed is not None else (keys[-1] if keys else hash(("root", flat.model)))
-        for digest in shape.digests:  # the chain: each key is the whole prefix up to its block
-            key = hash((key, digest))
+        total = acc[-1] if acc else 0
+        # A loop, not accumulate(): a message holds one or two blocks, most of the time.
+        for digest, tokens in zip(shape.digests, shape.tokens, strict=True):
+            key = hash((key, digest))  # the chain: each key is the whole prefix up to its block
             keys.append(key)
-        acc.extend(accumulate(shape.tokens, initial=acc[-1] if acc else 0))
-        del acc[start]  # accumulate's initial value: the total before this message
+            total += tokens
+            acc.append(total)
         flat.cacheable.extend(shape.cacheable)
         for offset, ttl in shape.marks:
             flat.marks[start + offset] = ttl
@@ -386,8 +392,6 @@ class CacheSimulator:
                 if digest not in self._seen:
                     self._seen.add(digest)
                     self._new += tokens
-        flat.msg_images.append((flat.msg_images[-1] if flat.msg_images else 0) + shape.images)
-        flat.msg_thinking.append(shape.thinking)
 
     def _shape_of(self, message: Message, strip: bool) -> _Shape:
         """:meth:`_shape`, memoised; stripping leaves a message without thinking as it is (the

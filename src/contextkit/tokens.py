@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -79,9 +80,23 @@ class TokenCounter(Protocol):
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 """Built once: ``json.dumps`` with these options builds a new encoder on every call."""
+_MAKE_ENCODER: Callable[..., Callable[[object, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_JSON = (
+    _MAKE_ENCODER(  # what _JSON.encode builds on every call, built once
+        None, _JSON.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    if _MAKE_ENCODER is not None
+    else None
+)
+"""The C encoder behind ``_JSON`` (about twice as fast per call; no cycle check, which parsed
+JSON never needs). None where the ``_json`` accelerator is missing."""
 
 
 def _compact_json(value: object) -> str:
+    if _C_JSON is not None and not isinstance(value, str):
+        return "".join(_C_JSON(value, 0))
     return _JSON.encode(value)
 
 
