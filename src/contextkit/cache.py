@@ -416,6 +416,12 @@ class CacheSimulator:
             digest = hash(("msg", message.role, hash(("text", message.content))))
             count = self.counter.count_message(message)
             return _Shape((digest,), (count,), (True,), opens=_opens_turn(message))
+        if len(message.content) == 1:  # the commonest: one plain block (a tool result, a text)
+            _, content_digest, count, kind = self._entry(message.content[0])
+            framing = self._per_message
+            if not kind and framing is not None:
+                digest = hash(("msg", message.role, content_digest))
+                return _Shape((digest,), (count + framing,), (True,), opens=_opens_turn(message))
         entries = [self._entry(b) for b in message.content]
         framing = self._per_message
         if framing is None:
