@@ -478,7 +478,8 @@ class CacheSimulator:
         if params != flat.params:
             keep = 0
         strip = self._strip_point(flat, request.messages, keep, model)
-        keep = _restrip(flat, keep, strip)
+        if strip != flat.strip_before:  # the strip point moved: shared messages change form
+            keep = _restrip(flat, keep, strip)
         flat.truncate(keep)
         flat.params = params
         flat.strip_before = strip
