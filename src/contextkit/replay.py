@@ -317,8 +317,9 @@ def replay(
     base = CallFacts(counter=counter, budget_tokens=budget, context_window=window)
     for i, call in enumerate(session.calls):
         thread, new = walker.step(i, call)
+        unchanged = thread.view is thread.tape  # the strategy has left the tape as it was
         thread.tape = _with_head(thread.tape, call.request, new)
-        view = _with_head(thread.view, call.request, new)
+        view = thread.tape if unchanged else _with_head(thread.view, call.request, new)
         now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
         update = {"model": call.model or session.model, "now": now, "call_index": i}
         facts = base.model_copy(update=update)
