@@ -73,7 +73,7 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.reference import keeps_prior_thinking, tool_use_overhead
-from contextkit.session import Record, Usage
+from contextkit.session import Usage
 from contextkit.tokens import MemoCounter, TokenCounter
 
 TTL_5M_S = 300
@@ -133,8 +133,10 @@ class PrefixPart(_Config):
     first system-level part and everything after it; tools-level parts stay cached."""
 
 
-class CachedCall(Record):
-    """One request as the cache saw it."""
+@dataclass(frozen=True, slots=True)
+class CachedCall:
+    """One request as the cache saw it (a plain frozen record: one is made per simulated call,
+    from values worked out here, so there is nothing to validate)."""
 
     usage: Usage
     """Input split into uncached, written (5m, 1h) and read tokens; ``output_tokens`` is 0."""
@@ -702,7 +704,7 @@ class CacheSimulator:
     def _result(
         self, flat: _Flat, usage: Usage, breakpoints: int, read_blocks: int, errors: list[str]
     ) -> CachedCall:
-        return CachedCall(  # validated: pydantic-core does it faster than model_construct
+        return CachedCall(
             usage=usage,
             context_tokens=flat.total,
             new_tokens=self._new + (flat.base if self._calls == 1 else 0),
