@@ -733,7 +733,10 @@ def _opens_turn(message: Message) -> bool:
         return False
     if isinstance(message.content, str):
         return True
-    return not any(isinstance(b, ToolResultBlock) for b in message.content)
+    for block in message.content:  # a loop: any() over a generator costs more per message
+        if isinstance(block, ToolResultBlock):
+            return False
+    return True
 
 
 def _restrip(flat: _Flat, keep: int, strip: int) -> int:
