@@ -21,7 +21,7 @@ from contextkit.cache import AnthropicCache
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock
-from contextkit.pricing import ModelPrice, UnknownPriceWarning
+from contextkit.pricing import ModelPrice, PriceTier, UnknownPriceWarning
 from contextkit.session import Call, Session, Usage
 from contextkit.testing import FixedCounter
 from contextkit.tokens import MemoCounter
@@ -293,3 +293,43 @@ def test_a_call_without_a_model_is_priced_as_the_sessions_model() -> None:
     costs = ledger.recorded.cost_usd
     assert not any(math.isnan(float(c)) for c in costs)
     assert float(costs[2]) == pytest.approx(float(costs[0]))
+
+
+def test_a_tiered_price_prices_each_call_with_its_counted_output() -> None:
+    """Above a tier's threshold the whole call takes the tier's rates; counted output tokens
+    are priced too (the call-by-call path, not the column one)."""
+    tier = PriceTier(
+        above_input_tokens=1500,
+        input=6.0,
+        output=22.5,
+        cache_write_5m=7.5,
+        cache_write_1h=12.0,
+        cache_read=0.6,
+    )
+    tiered = PRICE.model_copy(update={"tiers": (tier,)})
+    first = Conversation(model="m", messages=(msg("user", block(1200, "a")),))
+    reply = msg("assistant", block(40, "r"))
+    second = first.append(reply, msg("user", block(600, "b")))
+    calls = (
+        Call(request=first, response=reply, timestamp=T0),
+        Call(
+            request=second,
+            response=msg("assistant", block(10, "s")),
+            timestamp=T0 + timedelta(seconds=10),
+        ),
+    )
+    ledger = price_session(
+        Session(path="x", format="anthropic", calls=calls),
+        WordCounter(),
+        tiered,
+        cache=AnthropicCache(min_tokens=1024, placement="auto"),
+        infer_prefix=False,
+    )
+    # Call 1: 1,200 input words written to the cache (5m), 40 output: base rates.
+    # Call 2: 1,200 read, 640 written (reply + new user turn), 10 output: 1,840 > 1,500, tier.
+    expected = [
+        (1200 * 3.75 + 40 * 15.0) / 1e6,
+        (1200 * 0.6 + 640 * 7.5 + 10 * 22.5) / 1e6,
+    ]
+    assert ledger.simulated.output.tolist() == [40, 10]
+    assert ledger.simulated.cost_usd.tolist() == pytest.approx(expected)

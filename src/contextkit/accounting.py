@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,22 @@ def _dollars(values: Sequence[float | None]) -> FloatArray:
     return array
 
 
+class TokenCounts(Protocol):
+    """Tokens of one call by class: a :class:`~contextkit.session.Usage` or a simulated
+    :class:`~contextkit.cache.CachedCall`."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cache_write_5m(self) -> int: ...
+    @property
+    def cache_write_1h(self) -> int: ...
+    @property
+    def cache_read(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class TokenTable:
     """Tokens by class per call (read-only arrays of equal length) and the cost of each call."""
@@ -82,7 +98,7 @@ class TokenTable:
     @classmethod
     def from_usages(
         cls,
-        usages: Sequence[Usage],
+        usages: Sequence[TokenCounts],
         costs: Sequence[float | None],
         input_costs: Sequence[float | None],
     ) -> TokenTable:
@@ -237,7 +253,7 @@ def price_session(
     )
 
 
-def _with_output(usage: Usage, output_tokens: int) -> Usage:
+def _with_output(usage: TokenCounts, output_tokens: int) -> Usage:
     # Built anew: twice as fast as model_copy(update=...).
     return Usage(
         input_tokens=usage.input_tokens,
@@ -273,7 +289,7 @@ def _ledger(
         model=session.model,
         counter=counter.name,
         cache=config,
-        simulated=prices.table(calls, [c.usage for c in cached], outputs),
+        simulated=prices.table(calls, cached, outputs),
         context_tokens=_ints([c.context_tokens for c in cached]),
         new_tokens=_ints([c.new_tokens for c in cached]),
         recorded=rec_table,
@@ -297,7 +313,10 @@ class _Prices:
         return price.cost(usage) if price is not None else None
 
     def table(
-        self, calls: Sequence[Call], usages: Sequence[Usage], outputs: Sequence[int] | None = None
+        self,
+        calls: Sequence[Call],
+        usages: Sequence[TokenCounts],
+        outputs: Sequence[int] | None = None,
     ) -> TokenTable:
         """Tokens and cost per call; ``outputs``: output tokens that replace the usages' own."""
         tokens = TokenTable.from_usages(usages, [], [])
@@ -315,9 +334,9 @@ class _Prices:
             return replace(
                 tokens, cost_usd=_dollars(costs.tolist()), input_cost_usd=_dollars(inputs.tolist())
             )
-        if outputs is not None:  # priced call by call: each usage with its output
-            usages = [_with_output(u, o) for u, o in zip(usages, outputs, strict=True)]
-        pairs = list(zip(calls, usages, strict=True))
+        outs = outputs if outputs is not None else [u.output_tokens for u in usages]
+        priced = [_with_output(u, o) for u, o in zip(usages, outs, strict=True)]  # call by call
+        pairs = list(zip(calls, priced, strict=True))
         costs_by_call = [self.cost(c, u) for c, u in pairs]
         inputs_by_call = [self.cost(c, u.model_copy(update={"output_tokens": 0})) for c, u in pairs]
         return replace(

@@ -136,10 +136,15 @@ class PrefixPart(_Config):
 @dataclass(frozen=True, slots=True)
 class CachedCall:
     """One request as the cache saw it (a plain frozen record: one is made per simulated call,
-    from values worked out here, so there is nothing to validate)."""
+    from values worked out here, so there is nothing to validate).
 
-    usage: Usage
-    """Input split into uncached, written (5m, 1h) and read tokens; ``output_tokens`` is 0."""
+    The input split into uncached, written (5m, 1h) and read tokens, as in
+    :class:`~contextkit.session.Usage` (:attr:`usage`; output is not the cache's to know: 0)."""
+
+    input_tokens: int
+    cache_write_5m: int
+    cache_write_1h: int
+    cache_read: int
     context_tokens: int
     new_tokens: int
     """Tokens of blocks whose content no earlier request carried."""
@@ -147,6 +152,19 @@ class CachedCall:
     read_blocks: int = 0
     """Prefix positions read from the cache."""
     errors: tuple[str, ...] = ()
+
+    @property
+    def output_tokens(self) -> int:
+        return 0
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens,
+            cache_write_5m=self.cache_write_5m,
+            cache_write_1h=self.cache_write_1h,
+            cache_read=self.cache_read,
+        )
 
 
 @dataclass
@@ -670,14 +688,8 @@ class CacheSimulator:
             else:
                 entry[1] = max(entry[1], t + ttl)
             end = pos
-        usage = Usage(  # validated: pydantic-core does it faster than model_construct
-            input_tokens=flat.total - cum(end),
-            cache_write_5m=write_5m,
-            cache_write_1h=write_1h,
-            cache_read=cum(read),
-            output_tokens=0,
-        )
-        return self._result(flat, usage, len(bps), read + 1, errors)
+        counts = (flat.total - cum(end), write_5m, write_1h, cum(read))
+        return self._result(flat, counts, len(bps), read + 1, errors)
 
     def _openai(self, flat: _Flat, t: float, cfg: OpenAICache) -> CachedCall:
         hit = -1
@@ -698,14 +710,19 @@ class CacheSimulator:
                 self._entries[key] = [t, t + cfg.retention_s, cfg.retention_s]
             else:
                 entry[1] = t + cfg.retention_s
-        usage = Usage(input_tokens=flat.total - cached, cache_read=cached)
-        return self._result(flat, usage, 0, hit + 1, [])
+        return self._result(flat, (flat.total - cached, 0, 0, cached), 0, hit + 1, [])
 
     def _result(
-        self, flat: _Flat, usage: Usage, breakpoints: int, read_blocks: int, errors: list[str]
+        self,
+        flat: _Flat,
+        counts: tuple[int, int, int, int],
+        breakpoints: int,
+        read_blocks: int,
+        errors: list[str],
     ) -> CachedCall:
+        """``counts``: uncached input, 5m and 1h writes, reads."""
         return CachedCall(
-            usage=usage,
+            *counts,
             context_tokens=flat.total,
             new_tokens=self._new + (flat.base if self._calls == 1 else 0),
             breakpoints=breakpoints,
@@ -733,7 +750,8 @@ def _opens_turn(message: Message) -> bool:
         return False
     if isinstance(message.content, str):
         return True
-    for block in message.content:  # a loop: any() over a generator costs more per message
+    # A loop, not all() over a generator (SIM110): a generator per message costs more here.
+    for block in message.content:  # noqa: SIM110
         if isinstance(block, ToolResultBlock):
             return False
     return True
