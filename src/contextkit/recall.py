@@ -254,6 +254,8 @@ class _WantedFacts:
     def __init__(self, wanted: frozenset[str], learned: _RunFacts | None = None) -> None:
         self.wanted = wanted
         self.runs = learned or _RunFacts()
+        self.met: set[str] = set()
+        """every run a text given to :meth:`facts` has held"""
         simple = {f for f in wanted if _SIMPLE.fullmatch(f)}
         others = [f for f in wanted if f not in simple]
         self.selves: set[str] = set(simple)
@@ -281,12 +283,16 @@ class _WantedFacts:
     def facts(self, text: str) -> frozenset[str]:
         runs = _runs(text)
         seen = self.runs.seen
+        # Only runs never met are looked at one by one (a session repeats most of its runs):
+        # a run met before was judged then (and put in ``seen`` if it is not an ASCII word).
+        fresh = runs - self.met
+        self.met |= fresh
         if text.isascii():  # most texts: one check instead of one per run
-            new = [r for r in runs if ("." in r or "/" in r or "-" in r) and r not in seen]
+            new = [r for r in fresh if ("." in r or "/" in r or "-" in r) and r not in seen]
         else:
             new = [
                 r
-                for r in runs
+                for r in fresh
                 if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
             ]
         if new:
