@@ -333,3 +333,29 @@ def test_a_tiered_price_prices_each_call_with_its_counted_output() -> None:
     ]
     assert ledger.simulated.output.tolist() == [40, 10]
     assert ledger.simulated.cost_usd.tolist() == pytest.approx(expected)
+
+
+def test_requests_priced_in_place_of_the_recorded_ones() -> None:
+    """``requests=`` prices other requests with the calls' times and usage: the same ledger as a
+    session whose calls carry those requests (what a replay prices), and one request per call."""
+    first = Conversation(model="m", messages=(msg("user", block(1200, "a")),))
+    second = first.append(msg("assistant", block(40, "r")), msg("user", block(600, "b")))
+    shorter = Conversation(model="m", messages=(msg("user", block(300, "c")),))
+    calls = tuple(
+        Call(request=r, timestamp=T0 + timedelta(seconds=10 * i), usage=Usage(input_tokens=1))
+        for i, r in enumerate((first, second))
+    )
+    session = Session(path="x", format="anthropic", calls=calls)
+    views = [first, shorter]
+    pairs = zip(calls, views, strict=True)
+    swapped = session.model_copy(
+        update={"calls": tuple(c.model_copy(update={"request": v}) for c, v in pairs)}
+    )
+    kwargs: dict[str, Any] = {"cache": CFG, "infer_prefix": False, "output": "recorded"}
+    got = price_session(session, WordCounter(), PRICE, requests=views, **kwargs)
+    want = price_session(swapped, WordCounter(), PRICE, **kwargs)
+    assert got.context_tokens.tolist() == want.context_tokens.tolist() == [1200, 300]
+    assert got.simulated.cost_usd.tolist() == want.simulated.cost_usd.tolist()
+    assert got.simulated.cache_read.tolist() == want.simulated.cache_read.tolist()
+    with pytest.raises(ValueError, match="1 requests for 2 calls"):
+        price_session(session, WordCounter(), PRICE, requests=views[:1], **kwargs)

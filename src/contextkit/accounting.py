@@ -205,6 +205,7 @@ def price_session(
     infer_prefix: bool = True,
     output: OutputSource = "counted",
     model: str | None = None,
+    requests: Sequence[Conversation] | None = None,
 ) -> Ledger:
     """Simulate the cache over ``session`` and price every call.
 
@@ -214,23 +215,34 @@ def price_session(
     placed as the harness would (:func:`default_cache`). ``output="recorded"`` takes output tokens
     from recorded usage where present instead of counting the responses. ``model`` prices,
     counts and caches every call as if it ran on that model (recorded figures stay as billed).
+    ``requests``: one per call, priced in place of the recorded ones (a replay's views), with
+    the calls' times, resets, responses and recorded usage; the hidden prefix is still inferred
+    from the recorded first request, which the recorded usage billed.
     """
+    if requests is not None and len(requests) != len(session.calls):
+        raise ValueError(f"{len(requests)} requests for {len(session.calls)} calls")
     if model is not None:
         session = session.model_copy(
             update={"calls": tuple(_on_model(c, model) for c in session.calls)}
         )
+        if requests is not None:
+            requests = [r.model_copy(update={"model": model}) for r in requests]
     counter = counter or counter_for_model(session.model)
     recorded = _recorded(session.calls)
+    sent = [c.request for c in session.calls] if requests is None else requests
     if isinstance(counter, MemoCounter):
         counted = output == "counted" or recorded is None  # see _outputs
         responses = (c.response for c in session.calls) if counted else ()
-        counter.prime((c.request for c in session.calls), responses)
+        counter.prime(sent, responses)
     notes: list[str] = []
     prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
     config = cache or default_cache(session, recorded)
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
-    cached = [sim.step(c.request, c.timestamp, c.cache_reset) for c in session.calls]
+    cached = [
+        sim.step(request, c.timestamp, c.cache_reset)
+        for c, request in zip(session.calls, sent, strict=True)
+    ]
     resets = [i for i, c in enumerate(session.calls) if c.cache_reset]
     if resets:
         notes.append(

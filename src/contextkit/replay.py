@@ -418,16 +418,8 @@ def _finish(
     recorded = [c.usage for c in session.calls]
     base_cache = default_cache(session, [u for u in recorded if u is not None] or None)
     ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
-    replayed = session.model_copy(
-        update={
-            "calls": tuple(
-                c.model_copy(update={"request": v})
-                for c, v in zip(session.calls, views, strict=True)
-            )
-        }
-    )
     cache = base_cache.model_copy(update={"placement": "engine"}) if ttl else base_cache
-    ledger = price_session(replayed, counter, price, cache=cache, output="recorded")
+    ledger = price_session(session, counter, price, cache=cache, output="recorded", requests=views)
     rows = _rows(session, ledger, receipts, scores, window)
     return Replay(
         session=session,
