@@ -131,16 +131,15 @@ def test_every_view_is_valid_smaller_and_keeps_what_it_must(
 
 
 def _priced_as_sent(item: Replayed, result: Replay) -> dict[str, list[int]]:
-    """The replay's marked requests (what ``--dump-requests`` writes) priced as sent."""
+    """The replay's marked requests (what ``--dump-requests`` writes) priced as sent (the hidden
+    prefix of a Claude Code file inferred, as always, from the recorded first request)."""
     session = item.session
     cache = default_cache(session, [c.usage for c in session.calls if c.usage] or None)
     if isinstance(cache, AnthropicCache):
         cache = cache.model_copy(update={"placement": "as-sent"})
-    calls = zip(session.calls, result.requests, strict=True)
-    sent = session.model_copy(
-        update={"calls": tuple(c.model_copy(update={"request": r}) for c, r in calls)}
-    )
-    table = price_session(sent, item.counter, cache=cache, output="recorded").simulated
+    table = price_session(
+        session, item.counter, cache=cache, output="recorded", requests=result.requests
+    ).simulated
     return {k: getattr(table, k).tolist() for k in CLASSES}
 
 
