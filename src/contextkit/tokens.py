@@ -4,7 +4,9 @@
 ``count_message``, ``count_conversation`` (the total input of a request: tools, system, messages).
 :class:`MemoCounter` derives the last three from ``count_text`` and memoises per block object, so
 that pricing a session whose calls share their history (structural sharing) costs one pass over the
-unique text, not one pass per call.
+unique text, not one pass per call. :meth:`MemoCounter.prime` makes that pass up front for a whole
+session (its new texts tokenised back to back: the tokenizer's tables stay in the processor's
+cache), which is what the accountant and replay do before anything else.
 
 Counters: :class:`ApproxCounter` (characters / 4, always available), :class:`TiktokenCounter`
 (OpenAI's encodings; loading one can fail offline: :func:`get_counter` then warns once with
