@@ -359,3 +359,19 @@ def test_requests_priced_in_place_of_the_recorded_ones() -> None:
     assert got.simulated.cache_read.tolist() == want.simulated.cache_read.tolist()
     with pytest.raises(ValueError, match="1 requests for 2 calls"):
         price_session(session, WordCounter(), PRICE, requests=views[:1], **kwargs)
+
+
+def test_the_hidden_prefix_comes_from_the_recorded_first_request() -> None:
+    """A file without its system prompt and tools: their size is the billed input of call 1 less
+    the recorded request, whatever request is priced in its place (a replay's smaller view must
+    not pass its savings off as hidden prefix)."""
+    recorded = Conversation(model="m", messages=(msg("user", block(1200, "a")),))
+    view = Conversation(model="m", messages=(msg("user", block(300, "a")),))
+    call = Call(request=recorded, timestamp=T0, usage=Usage(input_tokens=5000, output_tokens=1))
+    session = Session(path="x", format="claude-code", calls=(call,), prefix_known=False)
+    kwargs: dict[str, Any] = {"cache": CFG, "output": "recorded"}
+    as_recorded = price_session(session, WordCounter(), PRICE, **kwargs)
+    replayed = price_session(session, WordCounter(), PRICE, requests=[view], **kwargs)
+    assert as_recorded.prefix_inferred_tokens == replayed.prefix_inferred_tokens == 3800
+    assert as_recorded.context_tokens.tolist() == [5000]
+    assert replayed.context_tokens.tolist() == [3800 + 300]

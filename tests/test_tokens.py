@@ -22,7 +22,10 @@ from contextkit.calibration import FamilyCalibration, default_calibration
 from contextkit.formats import load
 from contextkit.messages import (
     Conversation,
+    DocumentBlock,
+    ImageBlock,
     Message,
+    RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -428,3 +431,35 @@ def test_compact_json_is_json_dumps(value: Any) -> None:
     """The prebuilt C encoder writes what json.dumps writes with the same options."""
     expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     assert _compact_json(value) == expected
+
+
+def test_priming_counts_every_kind_of_block_as_the_rules_say() -> None:
+    """Media, documents, redacted thinking and a tool result holding media: primed or not, each
+    block counts what the rules give (4 characters a token here, an image a fixed 1,600)."""
+    image = ImageBlock(source={"type": "base64", "media_type": "image/png", "data": "AAAA"})
+    document = DocumentBlock(
+        source={"type": "text", "media_type": "text/plain", "data": "abcd" * 10}
+    )
+    nested = ToolResultBlock(tool_use_id="t1", content=(TextBlock(text="x" * 40), image))
+    redacted = RedactedThinkingBlock(data="y" * 160)
+    said = TextBlock(text="ok " * 4)
+    request = Conversation(
+        system="Be brief.",
+        messages=(
+            Message(role="user", content=(nested, document)),
+            Message(role="assistant", content=(redacted, said)),
+        ),
+    )
+    expected = {
+        id(nested): 10 + 1600,  # its text, then the image it holds
+        id(document): 23,  # the source's compact JSON, 91 characters
+        id(redacted): 30,  # 3/16 of the encrypted payload's length
+        id(said): 3,
+    }
+    primed, fresh = ApproxCounter(), ApproxCounter()
+    primed.prime([request])
+    for counter in (primed, fresh):
+        blocks = [b for m in request.messages if not isinstance(m.content, str) for b in m.content]
+        assert {id(b): counter.count_block(b) for b in blocks} == expected
+        assert counter.count_system(request) == 3
+    assert primed.count_conversation(request) == fresh.count_conversation(request)

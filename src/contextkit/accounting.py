@@ -217,7 +217,8 @@ def price_session(
     counts and caches every call as if it ran on that model (recorded figures stay as billed).
     ``requests``: one per call, priced in place of the recorded ones (a replay's views), with
     the calls' times, resets, responses and recorded usage; the hidden prefix is still inferred
-    from the recorded first request, which the recorded usage billed.
+    from the recorded first request, which the recorded usage billed, and the default ``cache``
+    from the recorded requests (pass ``cache`` to price other requests another way).
     """
     if requests is not None and len(requests) != len(session.calls):
         raise ValueError(f"{len(requests)} requests for {len(session.calls)} calls")

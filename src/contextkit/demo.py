@@ -156,7 +156,12 @@ def _as_sent(session: Session, rep: Replay) -> Session:
 
 
 def price_as_tickets(session: Session, replays: Sequence[Replay]) -> tuple[TicketCost, ...]:
-    """Each replay's requests priced as one ticket by :func:`contextkit.estimate.price_tickets`."""
+    """Each replay's requests priced as one ticket by :func:`contextkit.estimate.price_tickets`.
+
+    For a file without its system prompt and tools (Claude Code), the estimate infers their size
+    from each ticket's first request as sent: a strategy that shrank call 1 makes it too large
+    (the replay's own ledger infers it from the recorded request). The demo's session holds its
+    prefix, so the demo is not affected."""
     tickets = [Ticket(r.strategy, (_as_sent(session, r),)) for r in replays]
     table, _recorded = price_tickets(tickets, Change())
     return tuple(_ticket(table, i, r.strategy) for i, r in enumerate(replays))

@@ -368,9 +368,10 @@ def _message_marks(message: Message) -> int:
 
 class BreakpointTally:
     """What :func:`count_breakpoints` says of each view of a session, at linear cost: asked of
-    the whole view at every call, a view that extends the previous one (the same objects, checked
-    in C) costs its new messages; any other is summed from a per-message memo looked up in C
-    (views share messages; the memo keeps what it counted, so no id is reused)."""
+    the whole view at every call, a view that extends the previous one (the same or equal
+    objects, :func:`~contextkit.messages.extends`) costs its new messages; any other is summed
+    from a per-message memo looked up in C (views share messages; the memo keeps what it
+    counted, so no id is reused)."""
 
     def __init__(self) -> None:
         self._memo: dict[int, int] = {}

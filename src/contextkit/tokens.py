@@ -329,9 +329,9 @@ class MemoCounter:
 
     def _count_messages(self, messages: tuple[Message, ...]) -> int:
         """The messages' total. Callers count a growing history at every call: a history that
-        extends one of the last few counted (the same objects, checked in C) costs only its new
-        messages; otherwise the memo is looked up in C (map over ids) and ``count_message`` is
-        called only for messages not counted yet."""
+        extends one of the last few counted (the same or equal objects: :func:`extends`) costs
+        only its new messages; otherwise the memo is looked up in C (map over ids) and
+        ``count_message`` is called only for messages not counted yet."""
         tallies = self._tallies
         hit = next(
             (

@@ -199,7 +199,9 @@ module docstring); the first match wins."""
 
 
 def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
-    """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger."""
+    """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
+    the previous request's messages, which a request extending it repeats as the same or equal
+    messages)."""
     out: list[Call] = []
     before: tuple[Message, ...] = ()
     for call in calls:

@@ -183,7 +183,8 @@ def _totals(counter: TokenCounter) -> _Totals | None:
 def _grown(
     seen: list[_Seen], messages: tuple[Message, ...], part: Callable[[Message], int]
 ) -> int | None:
-    """The total of ``messages`` from a remembered view they extend (None when none matches)."""
+    """The total of ``messages`` from a remembered view they extend (the same or equal messages:
+    equal ones have equal totals), None when none matches."""
     for k, entry in enumerate(seen):
         n = len(entry.messages)
         if extends(messages, entry.messages):
