@@ -267,7 +267,7 @@ def price_session(
 
 
 def _with_output(usage: TokenCounts, output_tokens: int) -> Usage:
-    # Built anew: twice as fast as model_copy(update=...).
+    # Built anew (twice as fast as model_copy(update=...)); also what a CachedCall.usage is.
     return Usage(
         input_tokens=usage.input_tokens,
         cache_write_5m=usage.cache_write_5m,
@@ -351,7 +351,7 @@ class _Prices:
         priced = [_with_output(u, o) for u, o in zip(usages, outs, strict=True)]  # call by call
         pairs = list(zip(calls, priced, strict=True))
         costs_by_call = [self.cost(c, u) for c, u in pairs]
-        inputs_by_call = [self.cost(c, u.model_copy(update={"output_tokens": 0})) for c, u in pairs]
+        inputs_by_call = [self.cost(c, _with_output(u, 0)) for c, u in pairs]
         return replace(
             tokens, cost_usd=_dollars(costs_by_call), input_cost_usd=_dollars(inputs_by_call)
         )
