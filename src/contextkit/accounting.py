@@ -29,6 +29,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from contextkit._gc import no_cycle_collection
 from contextkit.cache import (
     TTL_1H_S,
     TTL_5M_S,
@@ -196,6 +197,7 @@ class Ledger:
 OutputSource = Literal["counted", "recorded"]
 
 
+@no_cycle_collection
 def price_session(
     session: Session,
     counter: TokenCounter | None = None,

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from contextkit._gc import no_cycle_collection
 from contextkit._replay_marks import place_marks
 from contextkit.accounting import Ledger, default_cache, price_session
 from contextkit.cache import AnthropicCache
@@ -288,6 +289,7 @@ def _same_head(view: Conversation, request: Conversation) -> bool:
 # --- replay ------------------------------------------------------------------------------------
 
 
+@no_cycle_collection
 def replay(
     session: Session,
     strategy: Strategy,
