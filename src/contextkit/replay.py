@@ -41,9 +41,7 @@ from contextkit.pricing import ModelPrice
 from contextkit.recall import (
     CallRecall,
     FactIndex,
-    Held,
     RecallReport,
-    score_facts,
     summarise,
     wanted_index,
 )
@@ -360,11 +358,22 @@ def _score(
         thread.view_facts |= added
     else:
         thread.view_facts = index.union(shaped.messages)
-    if response is None:
-        return CallRecall(0, 0, ())
-    tape = Held(thread.tape_facts, index.system_text(thread.tape))
-    view_held = Held(thread.view_facts, index.system_text(shaped))
-    return score_facts(index.of(response), tape, view_held)
+    wanted = index.of(response) if response is not None else None
+    if not wanted:
+        return _NOTHING_NEEDED
+    # score_facts over Held sets, as set operations: a call's facts are checked in C.
+    needed = thread.tape_facts & wanted
+    if len(needed) < len(wanted):  # the rest may occur in the tape's system prompt
+        system = index.system_text(thread.tape)
+        needed.update(f for f in wanted - needed if f in system)
+    lost = needed - thread.view_facts
+    if lost:
+        system = index.system_text(shaped)
+        lost = {f for f in lost if f not in system}
+    return CallRecall(len(needed), len(needed) - len(lost), tuple(sorted(lost)))
+
+
+_NOTHING_NEEDED = CallRecall(0, 0, ())
 
 
 def replay_as_recorded(
