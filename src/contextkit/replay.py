@@ -217,9 +217,15 @@ class _Walker:
         thread = self._match(raw)
         if thread is not None:
             shared = len(thread.raw)
-            messages = (*thread.sent, *map(self.strip, raw[shared:]))
+            tail = raw[shared:]
+            stripped = tuple(map(self.strip, tail))
+            # Nothing stripped so far (no marks, the usual file): the recorded tuple itself,
+            # not a copy of the whole history at every call.
+            same = thread.sent is thread.raw and stripped == tail
+            messages = raw if same else (*thread.sent, *stripped)
         else:
             messages = tuple(map(self.strip, raw))
+            messages = raw if messages == raw else messages
             if index in self.session.compactions and self.threads:
                 thread = self.threads[-1]
                 shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
