@@ -183,6 +183,7 @@ class _Flat:
     bad_marks: list[int] = field(default_factory=list)  # marked thinking blocks
     cacheable: list[bool] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    sent: tuple[Message, ...] = ()  # ``messages`` as a tuple: compared in C with the next request
     msg_start: list[int] = field(default_factory=list)
     msg_images: list[int] = field(default_factory=list)  # images up to and including message i
     msg_thinking: list[bool] = field(default_factory=list)  # message i holds thinking blocks
@@ -379,38 +380,42 @@ class CacheSimulator:
         else:
             flat.marks[pos] = ttl
 
-    def _message(self, flat: _Flat, message: Message, seed: int | None, strip: bool) -> None:
-        """Push one message's positions; ``strip``: leave out its thinking blocks (not billed)."""
-        shape = self._shape_of(message, strip)
+    def _message(self, flat: _Flat, message: Message, shape: _Shape, seed: int | None) -> None:
+        """Push one message's positions (``shape``: its shape, stripped or not)."""
         keys, acc = flat.keys, flat.acc
+        digests, counts, cacheable, marks, bad_marks, images, thinking, opens = shape
         start = len(keys)
         if flat.messages:
-            turn = len(flat.messages) if shape.opens else flat.msg_turn[-1]
-            images = flat.msg_images[-1] + shape.images
+            turn = len(flat.messages) if opens else flat.msg_turn[-1]
+            images += flat.msg_images[-1]
         else:
-            turn, images = (0 if shape.opens else -1), shape.images
+            turn = 0 if opens else -1
         flat.messages.append(message)
         flat.msg_start.append(start)
         flat.msg_turn.append(turn)
         flat.msg_images.append(images)
-        flat.msg_thinking.append(shape.thinking)
+        flat.msg_thinking.append(thinking)
         key = seed if seed is not None else (keys[-1] if keys else hash(("root", flat.model)))
         total = acc[-1] if acc else 0
-        # A loop, not accumulate(): a message holds one or two blocks, most of the time.
-        for digest, tokens in zip(shape.digests, shape.tokens, strict=True):
-            key = hash((key, digest))  # the chain: each key is the whole prefix up to its block
-            keys.append(key)
-            total += tokens
-            acc.append(total)
-        flat.cacheable.extend(shape.cacheable)
-        for offset, ttl in shape.marks:
+        if len(digests) == 1:  # most messages: one position, no loop
+            keys.append(hash((key, digests[0])))
+            acc.append(total + counts[0])
+        else:  # a loop, not accumulate(): a message holds two or three blocks, most of the time
+            for digest, tokens in zip(digests, counts, strict=True):
+                key = hash((key, digest))  # the chain: each key is the whole prefix up to here
+                keys.append(key)
+                total += tokens
+                acc.append(total)
+        flat.cacheable.extend(cacheable)
+        for offset, ttl in marks:
             flat.marks[start + offset] = ttl
-        if shape.bad_marks:
-            flat.bad_marks.extend(start + offset for offset in shape.bad_marks)
-        if not self._seen.issuperset(shape.digests):  # content no earlier request carried
-            for digest, tokens in zip(shape.digests, shape.tokens, strict=True):
-                if digest not in self._seen:
-                    self._seen.add(digest)
+        if bad_marks:
+            flat.bad_marks.extend(start + offset for offset in bad_marks)
+        seen = self._seen
+        if not seen.issuperset(digests):  # content no earlier request carried
+            for digest, tokens in zip(digests, counts, strict=True):
+                if digest not in seen:
+                    seen.add(digest)
                     self._new += tokens
 
     def _shape_of(self, message: Message, strip: bool) -> _Shape:
@@ -435,13 +440,14 @@ class CacheSimulator:
             # into that block) must not change the prefix.
             digest = hash(("msg", message.role, hash(("text", message.content))))
             count = self.counter.count_message(message)
-            return _Shape((digest,), (count,), (True,), opens=_opens_turn(message))
+            return _Shape((digest,), (count,), (True,), (), (), 0, False, _opens_turn(message))
         if len(message.content) == 1:  # the commonest: one plain block (a tool result, a text)
             _, content_digest, count, kind = self._entry(message.content[0])
             framing = self._per_message
             if not kind and framing is not None:
                 digest = hash(("msg", message.role, content_digest))
-                return _Shape((digest,), (count + framing,), (True,), opens=_opens_turn(message))
+                opens = _opens_turn(message)  # positional: NamedTuple keywords cost more
+                return _Shape((digest,), (count + framing,), (True,), (), (), 0, False, opens)
         entries = [self._entry(b) for b in message.content]
         framing = self._per_message
         if framing is None:
@@ -479,8 +485,16 @@ class CacheSimulator:
             digests.append(hash(("msg", message.role, "stripped")))
             tokens.append(framing)
             cacheable.append(True)
-        shape = (tuple(digests), tuple(tokens), tuple(cacheable), tuple(marks), tuple(bad))
-        return _Shape(*shape, images=images, thinking=thinking, opens=_opens_turn(message))
+        return _Shape(
+            tuple(digests),
+            tuple(tokens),
+            tuple(cacheable),
+            tuple(marks),
+            tuple(bad),
+            images,
+            thinking,
+            _opens_turn(message),
+        )
 
     def _flatten(self, request: Conversation, model: str | None) -> _Flat:
         flat = self._flat
@@ -493,44 +507,65 @@ class CacheSimulator:
         if not same_head:
             self._flat = flat = _Flat(model=model, tools=request.tools, system=request.system)
             self._head(flat, request)
-        keep = _shared_messages(flat.messages, request.messages)
-        params = self._params(request, flat, keep)
+        messages = request.messages
+        shared = keep = _shared_messages(flat.sent, messages)
+        # The new messages' shapes, looked up once: parameters, strip point and flattening all
+        # need them (messages before ``shared`` are looked up only when flattened again).
+        shapes = [self._shape_of(m, False) for m in messages[shared:]]
+        params = self._params(request, flat, keep, shapes)
         if params != flat.params:
             keep = 0
-        strip = self._strip_point(flat, request.messages, keep, model)
+        strip = self._strip_point(flat, messages, keep, model, shapes)
         if strip != flat.strip_before:  # the strip point moved: shared messages change form
             keep = _restrip(flat, keep, strip)
         flat.truncate(keep)
+        # The same objects as ``flat.messages`` (not request's equal ones): one copy, not a list.
+        flat.sent = flat.sent[:keep] + messages[keep:]
         flat.params = params
         flat.strip_before = strip
         seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
-        for i, message in enumerate(request.messages[keep:], keep):
-            self._message(flat, message, seed if i == 0 else None, i < strip)
+        for i in range(keep, len(messages)):
+            if i < strip:
+                shape = self._shape_of(messages[i], True)
+            else:
+                shape = shapes[i - shared] if i >= shared else self._shape_of(messages[i], False)
+            self._message(flat, messages[i], shape, seed if i == 0 else None)
         flat.base = self._base(request, model)
         return flat
 
     def _strip_point(
-        self, flat: _Flat, messages: tuple[Message, ...], keep: int, model: str | None
+        self,
+        flat: _Flat,
+        messages: tuple[Message, ...],
+        keep: int,
+        model: str | None,
+        shapes: list[_Shape],
     ) -> int:
         """Index of the last turn-opening user message when ``model`` strips earlier thinking
         (its thinking blocks before that message are not billed); 0 when nothing is stripped.
-        Only the messages not shared with the previous request are looked at."""
+        Only the messages not shared with the previous request are looked at (``shapes``: the
+        unstripped shapes of the last ones)."""
         keeps = self._keeps.get(model)
         if keeps is None:
             keeps = self._keeps[model] = keeps_prior_thinking(model)
         if keeps or self.config.kind != "anthropic":
             return 0
+        first = len(messages) - len(shapes)
         for i in range(len(messages) - 1, keep - 1, -1):
-            if self._shape_of(messages[i], False).opens:
+            shape = shapes[i - first] if i >= first else self._shape_of(messages[i], False)
+            if shape.opens:
                 return i
         return max(flat.msg_turn[keep - 1], 0) if keep else 0
 
-    def _params(self, request: Conversation, flat: _Flat, keep: int) -> object:
-        """What the messages-level key depends on besides the blocks."""
+    def _params(
+        self, request: Conversation, flat: _Flat, keep: int, shapes: list[_Shape]
+    ) -> object:
+        """What the messages-level key depends on besides the blocks (``shapes``: those of the
+        messages after ``keep``, usually the one or two appended)."""
         extra = request.__pydantic_extra__ or {}
         images = flat.msg_images[keep - 1] if keep else 0
-        for message in request.messages[keep:]:  # usually the one or two appended
-            images += self._shape_of(message, False).images
+        for shape in shapes:
+            images += shape.images
         tool_choice, thinking = _canon(extra.get("tool_choice")), _canon(extra.get("thinking"))
         # A system reset rewrites the messages too, even where no system position exists.
         resets = (self._resets["messages"], self._resets["system"])
@@ -609,7 +644,8 @@ class CacheSimulator:
         if cfg.placement == "off" or not flat.keys:
             return [], []
         marks = dict(flat.marks) if flat.marks else {}
-        auto = _ttl_of((request.__pydantic_extra__ or {}).get("cache_control"))
+        extra = request.__pydantic_extra__
+        auto = _ttl_of(extra.get("cache_control")) if extra else None
         explicit = len(marks) + len(flat.bad_marks) - self._n_prefix_marks
         if cfg.placement == "engine":
             room = cfg.max_breakpoints - explicit - (auto is not None)
@@ -624,13 +660,13 @@ class CacheSimulator:
 
     def _engine_marks(self, flat: _Flat, room: int, ttl: int) -> dict[int, int]:
         """``engine.place_breakpoints`` on the flattened request: the same positions, no copies."""
-        n = len(flat.messages)
-        targets = [n - 1] if n else []
+        messages, previous = flat.messages, self._previous_end
+        n = len(messages)
+        ends = [_message_mark_position(flat, n - 1)] if n else []
         for i in range(n - 2, -1, -1):
-            if flat.messages[i] is self._previous_end:
-                targets.append(i)
+            if messages[i] is previous:
+                ends.append(_message_mark_position(flat, i))
                 break
-        ends = [_message_mark_position(flat, m) for m in targets]
         n_tools = len(self.prefix) + len(flat.tools or ())
         if flat.n_head > n_tools:  # a system prompt is sent
             ends.append(flat.n_head - 1)
@@ -660,7 +696,9 @@ class CacheSimulator:
                     break
         if best < 0:
             return best
-        for pos in {best, *(p for p, _ in bps if p <= best)}:
+        # Refresh the entry read and those of the breakpoints inside the read prefix (each
+        # position once: a refresh is idempotent, so the order does not matter).
+        for pos in [best, *[p for p, _ in bps if p < best]]:
             entry = entries.get(keys[pos])
             if entry is not None and entry[0] < t < entry[1]:
                 entry[1] = max(entry[1], t + entry[2])
@@ -670,26 +708,39 @@ class CacheSimulator:
         self, flat: _Flat, t: float, request: Conversation, cfg: AnthropicCache
     ) -> CachedCall:
         bps, errors = self._breakpoints(flat, request, cfg)
-        cum = flat.cum
-        usable = [(p, ttl) for p, ttl in bps if cum(p) >= cfg.min_tokens]
+        # flat.cum inlined (base + acc[pos]; breakpoints are never before the first position):
+        # a method call per use cost more than the arithmetic, on every call of a session.
+        base, acc, keys, entries = flat.base, flat.acc, flat.keys, self._entries
+        usable = [bp for bp in bps if base + acc[bp[0]] >= cfg.min_tokens]
         read = self._read(flat, usable, t, cfg.lookback_blocks)
+        read_tokens = end_tokens = base + acc[read] if read >= 0 else 0
         write_5m = write_1h = 0
-        end = read
         for pos, ttl in usable:
             if pos <= read:
                 continue
+            tokens = base + acc[pos]
             if ttl == TTL_1H_S:
-                write_1h += cum(pos) - cum(end)
+                write_1h += tokens - end_tokens
             else:  # 5m, and any other TTL (rejected by the provider) priced as 5m
-                write_5m += cum(pos) - cum(end)
-            entry = self._alive(flat.keys[pos], t + 1e-9)
+                write_5m += tokens - end_tokens
+            entry = self._alive(keys[pos], t + 1e-9)
             if entry is None:
-                self._entries[flat.keys[pos]] = [t, t + ttl, float(ttl)]
+                entries[keys[pos]] = [t, t + ttl, float(ttl)]
             else:
                 entry[1] = max(entry[1], t + ttl)
-            end = pos
-        counts = (flat.total - cum(end), write_5m, write_1h, cum(read))
-        return self._result(flat, counts, len(bps), read + 1, errors)
+            end_tokens = tokens
+        total = base + acc[-1] if acc else base
+        return CachedCall(  # positional, in field order: the record of every call
+            total - end_tokens,
+            write_5m,
+            write_1h,
+            read_tokens,
+            total,
+            self._new + (base if self._calls == 1 else 0),
+            len(bps),
+            read + 1,  # read >= -1
+            tuple(errors) if errors else (),
+        )
 
     def _openai(self, flat: _Flat, t: float, cfg: OpenAICache) -> CachedCall:
         hit = -1
@@ -731,12 +782,13 @@ class CacheSimulator:
         )
 
 
-def _shared_messages(old: Sequence[Message], new: tuple[Message, ...]) -> int:
+def _shared_messages(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:
     """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))
     # Tuple comparison in C checks identity before equality: cheap for shared histories (and
-    # faster than all(map(operator.is_, ...)), which calls a function per message).
-    if n and old[n - 1] is new[n - 1] and tuple(old[:n]) == new[:n]:
+    # faster than all(map(operator.is_, ...)), which calls a function per message). A slice of
+    # a whole tuple is the tuple itself: usually only ``new`` is copied.
+    if n and old[n - 1] is new[n - 1] and old[:n] == new[:n]:
         return n
     for i in range(n):
         if old[i] is not new[i]:
@@ -777,8 +829,11 @@ def _message_mark_position(flat: _Flat, m: int) -> int | None:
                 break
         else:
             return None
-    end = flat.msg_start[m + 1] - 1 if m + 1 < len(flat.messages) else len(flat.keys) - 1
-    return _last_cacheable(flat, end)
+    pos = flat.msg_start[m + 1] - 1 if m + 1 < len(flat.messages) else len(flat.keys) - 1
+    cacheable = flat.cacheable  # _last_cacheable inlined: twice per call with engine placement
+    while pos > 0 and not cacheable[pos]:
+        pos -= 1
+    return pos
 
 
 def _last_cacheable(flat: _Flat, pos: int) -> int:
