@@ -288,6 +288,8 @@ def test_wanted_index_finds_error_strings_only_where_they_are(answer: str) -> No
         "prefix " + answer + " suffix",
         "y." + answer,
         answer.replace(" ", "  "),
+        answer.replace(" ", "x "),  # its inner runs grown: not whole runs of the text
+        answer + "\n" + answer.replace(" ", "x "),
         answer[: len(answer) // 2],
         "KeyError ValueError AssertionError: other",
     ]

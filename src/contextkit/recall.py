@@ -262,17 +262,20 @@ class _WantedFacts:
         """runs whose wanted facts are just the run itself"""
         self.compound: dict[str, tuple[str, ...]] = {}
         """the other runs that hold wanted facts, with those facts"""
-        self.by_head: dict[str, list[tuple[str, str | None]]] = {}
-        """the wanted facts an error string may give (not one-word), by head, with a run the
-        text must hold (one of the fact's runs between two others: whole in the text too)"""
+        self.by_head: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        """the wanted facts an error string may give (not one-word), by head, with the runs the
+        text must hold (the fact's runs between two others: whole runs of the text too; a
+        subset check in C rules out most texts before a substring search)"""
         for fact in others:
             head = _ERROR_HEAD.match(fact)
             if head:
-                inner = _runs_in_order(fact)[1:-1]
-                anchor = max(inner, key=len) if inner else None
-                self.by_head.setdefault(head.group(), []).append((fact, anchor))
+                inner = frozenset(_runs_in_order(fact)[1:-1])
+                self.by_head.setdefault(head.group(), []).append((fact, inner))
         self.heads: dict[str, tuple[str, ...]] = {h: (h,) for h in self.by_head}
         """runs that may hold a head, with those heads"""
+        self.rare: set[str] = set(self.heads)
+        """the keys of ``compound`` and ``heads``: one C check (a set, not a dict view, which
+        tests membership through the generic protocol) finds that a text holds none of them"""
         self.keys = frozenset(simple).union(
             max(_PIECE.findall(f), key=len) for f in others if f.isascii() and _PIECE.search(f)
         )
@@ -299,12 +302,13 @@ class _WantedFacts:
             seen.update(new)
             self._learn(new)
         found = runs & self.selves
-        if not self.compound.keys().isdisjoint(runs):  # rarely not
-            found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
-        if self.heads:
-            heads = runs & self.heads.keys()
-            if heads:
-                found.update(self._errors(text, runs, heads))
+        if not self.rare.isdisjoint(runs):  # rarely not
+            rare = runs & self.rare
+            compound, heads = self.compound, self.heads
+            found.update(*[compound[r] for r in rare if r in compound])
+            with_heads = [r for r in rare if r in heads]
+            if with_heads:
+                found.update(self._errors(text, runs, with_heads))
         return frozenset(found)
 
     def _learn(self, compound: list[str]) -> None:
@@ -340,6 +344,7 @@ class _WantedFacts:
                 facts = tuple(f for f in facts if f in wanted)
             if facts:
                 self.compound[run] = facts
+                self.rare.add(run)
 
     def _note_heads(self, runs: Iterable[str]) -> None:
         """Note the runs that hold a head (a whole word of a run: a substring of it)."""
@@ -348,12 +353,13 @@ class _WantedFacts:
                 heads = tuple(h for h in self.by_head if h in run)
                 if heads:
                     self.heads[run] = heads
+                    self.rare.add(run)
 
-    def _errors(self, text: str, runs: set[str], with_heads: set[str]) -> list[str]:
+    def _errors(self, text: str, runs: set[str], with_heads: list[str]) -> list[str]:
         """The wanted error strings of ``text`` (its ``runs``, some ``with_heads``)."""
         for head in {h for run in with_heads for h in self.heads[run]}:
-            for fact, anchor in self.by_head[head]:
-                if (anchor is None or anchor in runs) and fact in text:
+            for fact, inner in self.by_head[head]:
+                if inner <= runs and fact in text:
                     return [f for f in _errors(text) if f in self.wanted]
         return []
 
