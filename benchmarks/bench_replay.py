@@ -248,8 +248,10 @@ def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> N
     lines.append(f"  naive re-count of every request about {naive / floor:.0f}x (scaled estimate)")
     ratios = {}
     for spec in (*STRATEGIES, "evict-then-summary"):
-        # Each replay against a floor timed alternately with it: load changes hit both.
-        base, took = interleaved(floor_of, partial(full_replay, session, spec), repeats=3)
+        # Each replay against a floor timed alternately with it: load changes hit both. The
+        # checked ratio gets more rounds: the best of 3 still moved by 20% between runs.
+        repeats = 7 if spec == "none" else 3
+        base, took = interleaved(floor_of, partial(full_replay, session, spec), repeats=repeats)
         ratios[spec] = took / base
         lines.append(f"  replay under {spec}: {ratios[spec]:.2f}x")
     print("\n" + "\n".join(lines))
