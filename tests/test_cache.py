@@ -432,3 +432,25 @@ def test_a_system_reset_rewrites_the_messages_without_a_system_position(
     sim.step(second, 10.0)
     after = sim.step(second, 20.0, reset="system").usage
     assert after == Usage(cache_read=head, cache_write_5m=50)
+
+
+class NotedText(TextBlock):
+    """A subclass of a block class, as a caller's own model might be."""
+
+
+class NotedThinking(ThinkingBlock):
+    """A subclass of a thinking block."""
+
+
+def test_subclassed_blocks_are_handled_as_their_base_class() -> None:
+    # The simulator classifies blocks once per class (not with isinstance per block): a
+    # subclass must still key, count and reject as its base class does.
+    first = conv(user(marked(U1)))
+    second = conv(user(NotedText(text=U1.text)), assistant(A1), user(marked(U2)))
+    got = run([(first, 0.0), (second, 60.0)])
+    assert got[1] == usage(r=2100, w5=50 + 30)  # the same key as the base-class block: read
+    thought = NotedThinking(thinking="hmm", signature="sig", cache_control=EPHEMERAL)
+    rejected = conv(user(U1), assistant(thought, A1), user(marked(U2)))
+    (call,) = simulate_cache([(rejected, 0.0)], WordCounter(), CFG)
+    assert call.errors == ("cache_control on a thinking block (the provider rejects it)",)
+    assert call.breakpoints == 2  # system and U2: the thinking block is never a breakpoint

@@ -56,7 +56,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, NamedTuple, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -227,19 +227,48 @@ def _mark(obj: BaseModel) -> int | None:
     return _ttl_of(extra.get("cache_control")) if extra else None
 
 
-def _digest(block: Block | Tool) -> int:
-    """Hash of a block's content, ``cache_control`` left out (moving a breakpoint keeps keys)."""
-    extra = block.__pydantic_extra__
-    plain = not extra or extra.keys() == {"cache_control"}
-    # The common cases without serialising (large tool results would dominate otherwise).
-    if plain and isinstance(block, TextBlock):
-        return hash(("text", block.text))
-    if plain and isinstance(block, ToolResultBlock) and not isinstance(block.content, tuple):
-        return hash(("tool_result", block.tool_use_id, block.content, block.is_error))
-    if plain and isinstance(block, ToolUseBlock):  # repr: same value, same text (no JSON)
-        return hash(("tool_use", block.id, block.name, repr(block.input)))
-    if plain and isinstance(block, ThinkingBlock):
-        return hash(("thinking", block.thinking, block.signature))
+_FORMS: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("tool", Tool),
+    ("text", TextBlock),
+    ("tool_result", ToolResultBlock),
+    ("tool_use", ToolUseBlock),
+    ("thinking", ThinkingBlock),
+)
+_CLASSES: dict[type, tuple[int, str]] = {}
+
+
+def _class_of(cls: type) -> tuple[int, str]:
+    """(kind bits, form) of a block or tool class: the form is the first of ``_FORMS`` it is a
+    subclass of ("other": none). Worked out once per class: ``isinstance`` against a pydantic
+    model runs its metaclass's ``__instancecheck__`` in Python, which cost more per block than
+    the rest of the block's bookkeeping."""
+    hit = _CLASSES.get(cls)
+    if hit is None:
+        kind = _THINKING if issubclass(cls, _THINKING_TYPES) else 0
+        kind |= _IMAGE if issubclass(cls, ImageBlock) else 0
+        form = next((name for name, base in _FORMS if issubclass(cls, base)), "other")
+        hit = _CLASSES[cls] = (kind, form)
+    return hit
+
+
+def _digest(block: Block | Tool, form: str, extra: dict[str, object] | None) -> int:
+    """Hash of a block's content, ``cache_control`` left out (moving a breakpoint keeps keys);
+    ``form`` and ``extra``: its class's form (:func:`_class_of`) and its extra fields."""
+    if not extra or extra.keys() == {"cache_control"}:
+        # The common cases without serialising (large tool results would dominate otherwise);
+        # ``form`` stands for the isinstance checks, so the casts only tell the type checker.
+        if form == "text":
+            return hash(("text", cast(TextBlock, block).text))
+        if form == "tool_result":
+            result = cast(ToolResultBlock, block)
+            if not isinstance(result.content, tuple):
+                return hash(("tool_result", result.tool_use_id, result.content, result.is_error))
+        if form == "tool_use":  # repr: same value, same text (no JSON)
+            use = cast(ToolUseBlock, block)
+            return hash(("tool_use", use.id, use.name, repr(use.input)))
+        if form == "thinking":
+            thinking = cast(ThinkingBlock, block)
+            return hash(("thinking", thinking.thinking, thinking.signature))
     return hash(block.model_dump_json(exclude={"cache_control"}, exclude_unset=True))
 
 
@@ -312,16 +341,15 @@ class CacheSimulator:
         hit = self._digests.get(id(block))
         if hit is not None and hit[0] is block:
             return hit
-        if isinstance(block, Tool):
-            tokens = self.counter.count_tool(block)
+        kind, form = _class_of(type(block))
+        if form == "tool":
+            tokens = self.counter.count_tool(block)  # type: ignore[arg-type]
         else:
-            tokens = self.counter.count_block(block)
-        kind = _EXTRA if block.__pydantic_extra__ else 0
-        if isinstance(block, _THINKING_TYPES):
-            kind |= _THINKING
-        elif isinstance(block, ImageBlock):
-            kind |= _IMAGE
-        entry = self._digests[id(block)] = (block, _digest(block), tokens, kind)
+            tokens = self.counter.count_block(block)  # type: ignore[arg-type]
+        extra = block.__pydantic_extra__
+        if extra:
+            kind |= _EXTRA
+        entry = self._digests[id(block)] = (block, _digest(block, form, extra), tokens, kind)
         return entry
 
     def _block(self, block: Block | Tool) -> tuple[int, int]:
@@ -804,7 +832,7 @@ def _opens_turn(message: Message) -> bool:
         return True
     # A loop, not all() over a generator (SIM110): a generator per message costs more here.
     for block in message.content:  # noqa: SIM110
-        if isinstance(block, ToolResultBlock):
+        if _class_of(type(block))[1] == "tool_result":  # isinstance, once per class
             return False
     return True
 
@@ -825,7 +853,7 @@ def _message_mark_position(flat: _Flat, m: int) -> int | None:
     content = flat.messages[m].content
     if not isinstance(content, str):
         for block in reversed(content):  # the last block is nearly always the one
-            if not isinstance(block, _THINKING_TYPES):
+            if not _class_of(type(block))[0] & _THINKING:  # isinstance, once per class
                 break
         else:
             return None
