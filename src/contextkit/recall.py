@@ -129,6 +129,9 @@ class _RunFacts:
         """runs whose facts are just the run itself"""
         self.compound: dict[str, tuple[str, ...]] = {}
         """the other runs that hold facts, with their facts"""
+        self.holders: set[str] = set()
+        """the keys of ``compound``, as a set: set operations on dict views go through the
+        generic protocols, several times slower"""
         self.judged: set[str] = set()
         self.rejected: set[str] = set()
         """identifier-shaped words that are not identifiers (see ``_REJECT``)"""
@@ -147,8 +150,8 @@ class _RunFacts:
     def of_runs(self, runs: set[str], text: str) -> frozenset[str]:
         """The facts of ``text``, whose runs (all learned) are ``runs``."""
         found = runs & self.selves
-        if not self.compound.keys().isdisjoint(runs):
-            found.update(*map(self.compound.__getitem__, runs & self.compound.keys()))
+        if not self.holders.isdisjoint(runs):
+            found.update(*map(self.compound.__getitem__, runs & self.holders))
         found.update(_errors(text))
         return frozenset(found)
 
@@ -164,7 +167,9 @@ class _RunFacts:
         self.selves.update(compress(runs, alone))
         # The others that hold facts, filtered in C (most runs hold none or only themselves).
         others = filter(itemgetter(1), compress(zip(runs, chunks, strict=True), map(not_, alone)))
-        self.compound.update((run, tuple(chunk.split())) for run, chunk in others)
+        held = {run: tuple(chunk.split()) for run, chunk in others}
+        self.compound.update(held)
+        self.holders.update(held)
 
     def _judge(self, tokens: list[str]) -> None:
         """Collect the rejected words among tokens not seen before (numbers are never)."""
@@ -284,7 +289,8 @@ class _WantedFacts:
         self._note_heads(self.runs.seen)
 
     def facts(self, text: str) -> frozenset[str]:
-        runs = _runs(text)
+        # A frozenset of runs: the intersections below are frozensets (no copy to return).
+        runs = frozenset(_runs_in_order(text))
         seen = self.runs.seen
         # Only runs never met are looked at one by one (a session repeats most of its runs):
         # a run met before was judged then (and put in ``seen`` if it is not an ASCII word).
@@ -302,14 +308,15 @@ class _WantedFacts:
             seen.update(new)
             self._learn(new)
         found = runs & self.selves
-        if not self.rare.isdisjoint(runs):  # rarely not
-            rare = runs & self.rare
-            compound, heads = self.compound, self.heads
-            found.update(*[compound[r] for r in rare if r in compound])
-            with_heads = [r for r in rare if r in heads]
-            if with_heads:
-                found.update(self._errors(text, runs, with_heads))
-        return frozenset(found)
+        if self.rare.isdisjoint(runs):
+            return found
+        rare = runs & self.rare
+        compound, heads = self.compound, self.heads
+        more = [f for r in rare if r in compound for f in compound[r]]
+        with_heads = [r for r in rare if r in heads]
+        if with_heads:
+            more += self._errors(text, runs, with_heads)
+        return found.union(more) if more else found
 
     def _learn(self, compound: list[str]) -> None:
         r"""Learn the new runs that may hold a wanted fact; note those that may hold a head.
@@ -338,7 +345,7 @@ class _WantedFacts:
         """Keep the wanted facts of learned runs."""
         learned, wanted = self.runs, self.wanted
         self.selves |= learned.selves & runs & wanted
-        for run in learned.compound.keys() & runs:
+        for run in learned.holders & runs:
             facts = learned.compound[run]
             if not wanted.issuperset(facts):  # all wanted when learned from the responses
                 facts = tuple(f for f in facts if f in wanted)
@@ -355,7 +362,7 @@ class _WantedFacts:
                     self.heads[run] = heads
                     self.rare.add(run)
 
-    def _errors(self, text: str, runs: set[str], with_heads: list[str]) -> list[str]:
+    def _errors(self, text: str, runs: frozenset[str], with_heads: list[str]) -> list[str]:
         """The wanted error strings of ``text`` (its ``runs``, some ``with_heads``)."""
         for head in {h for run in with_heads for h in self.heads[run]}:
             for fact, inner in self.by_head[head]:
