@@ -43,6 +43,7 @@ from contextkit.tokens import (
     TokenCounter,
     TokenizerUnavailableWarning,
     _compact_json,
+    _new_parts,
     counter_for_model,
     get_counter,
 )
@@ -463,3 +464,21 @@ def test_priming_counts_every_kind_of_block_as_the_rules_say() -> None:
         assert {id(b): counter.count_block(b) for b in blocks} == expected
         assert counter.count_system(request) == 3
     assert primed.count_conversation(request) == fresh.count_conversation(request)
+
+
+def test_priming_again_walks_only_messages_not_walked_before() -> None:
+    """A replay primes its tape, then prices its views: the second prime walks only the
+    messages a strategy made (the tape's are known), and counts stay what they were."""
+    conversation = parse_conversation(REQUEST)
+    summary = Message(role="user", content=(TextBlock(text="Summary: the version is 1.2."),))
+    view = conversation.model_copy(update={"messages": (summary, *conversation.messages[1:])})
+    counter, fresh = ApproxCounter(), ApproxCounter()
+    counter.prime([conversation])
+    walked = set(counter._walked)
+    assert walked == {id(m) for m in conversation.messages}
+    texts, blocks, again = _new_parts([conversation], (), counter._memo, set(walked))
+    assert (blocks, again) == ([], [])
+    assert len(texts) == len(conversation.tools)  # only the tool definitions' texts
+    counter.prime([view])
+    assert counter._walked == walked | {id(summary)}
+    assert counter.count_conversation(view) == fresh.count_conversation(view)

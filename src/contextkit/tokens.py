@@ -129,14 +129,18 @@ def _is_media(block: Block) -> bool:
 
 
 def _new_parts(
-    requests: Iterable[Conversation], responses: Iterable[Message | None], memo: Mapping[int, int]
-) -> tuple[dict[str, None], list[tuple[Block, str | None]]]:
-    """The distinct non-empty texts of these parts, in order, and their blocks not in ``memo``
-    with each one's text. A request's history shared with the one before (the same objects) is
-    not walked again."""
+    requests: Iterable[Conversation],
+    responses: Iterable[Message | None],
+    memo: Mapping[int, int],
+    seen: set[int],
+) -> tuple[dict[str, None], list[tuple[Block, str | None]], list[Message]]:
+    """The distinct non-empty texts of these parts, in order, their blocks not in ``memo`` with
+    each one's text, and the messages walked. A request's history shared with the one before
+    (the same objects) is not walked again, nor is a message whose id is in ``seen`` (walked
+    before: the caller keeps those alive); the ids of the messages walked are added to it."""
     texts: dict[str, None] = {}
     blocks: list[tuple[Block, str | None]] = []
-    seen: set[int] = set()  # ids of messages walked; the callers' objects outlive this walk
+    walked: list[Message] = []
     tools: object = None
     system: object = None
     before: tuple[Message, ...] = ()
@@ -154,6 +158,7 @@ def _new_parts(
             if id(message) in seen:
                 continue
             seen.add(id(message))
+            walked.append(message)
             if isinstance(message.content, str):
                 texts[message.content] = None
             else:
@@ -177,7 +182,7 @@ def _new_parts(
         before = messages
     add_messages(r for r in responses if r is not None)
     texts.pop("", None)
-    return texts, blocks
+    return texts, blocks, walked
 
 
 def _plain_text(block: Block) -> str | None:
@@ -219,6 +224,9 @@ class MemoCounter:
         # placeholder for every evicted result), and the unique text is what should be tokenised.
         self._texts: dict[str, int] = {}
         self._tallies: list[tuple[tuple[Message, ...], int]] = []
+        self._walked: set[int] = set()
+        """ids of the messages :meth:`prime` walked (kept alive in ``_kept``): pricing a replay's
+        views after priming its tape walks only the messages a strategy made."""
 
     @property
     def name(self) -> str:
@@ -243,7 +251,8 @@ class MemoCounter:
         (tokenising them one at a time between other work costs about a third more), then the
         blocks are memoised, so later counts of them are lookups."""
         memo = self._memo
-        texts, blocks = _new_parts(requests, responses, memo)
+        texts, blocks, walked = _new_parts(requests, responses, memo, self._walked)
+        self._kept.extend(walked)  # their ids stay theirs: a later prime skips them
         self._learn(texts)
         for block, text in blocks:
             if id(block) not in memo:  # a block met twice, or media nested in a counted result
