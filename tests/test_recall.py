@@ -13,10 +13,13 @@ from contextkit.examples import ExampleSpec, generate_session
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.recall import (
+    CallRecall,
     FactIndex,
+    Held,
     extract_facts,
     message_text,
     score_call,
+    score_facts,
     summarise,
     wanted_facts,
     wanted_index,
@@ -333,3 +336,26 @@ def test_wanted_index_answers_as_a_fresh_index_over_every_corpus_session(corpus:
                     assert index.of(message) == fresh.of(message), path
                     checked += 1
     assert checked > 0
+
+
+_WORDS = st.sampled_from([f"name_{i}" for i in range(12)])
+
+
+@given(
+    st.frozensets(_WORDS),
+    st.sets(_WORDS),
+    st.sets(_WORDS),
+    st.lists(_WORDS, max_size=4).map(" ".join),
+    st.booleans(),
+)
+def test_score_facts_is_the_per_fact_definition(
+    wanted: frozenset[str], tape: set[str], view: set[str], system: str, view_keeps_system: bool
+) -> None:
+    """Needed: a wanted fact the tape's messages or system text hold; lost: a needed one the
+    view's messages and system text no longer hold (sorted), whatever the set operations do."""
+    tape_held = Held(tape, system)
+    view_held = Held(view & tape, system if view_keeps_system else "")
+    needed = sorted(f for f in wanted if f in tape or f in system)
+    lost = tuple(f for f in needed if f not in view_held.facts and f not in view_held.system)
+    expected = CallRecall(len(needed), len(needed) - len(lost), lost)
+    assert score_facts(wanted, tape_held, view_held) == expected

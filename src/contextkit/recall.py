@@ -494,9 +494,16 @@ def score_facts(wanted: Iterable[str], tape: Held, view: Held) -> CallRecall:
 
     Replay keeps :class:`Held` sets up to date as messages append, so scoring a call costs the
     size of its response, not of the history."""
-    needed = sorted(f for f in wanted if f in tape)
-    lost = tuple(f for f in needed if f not in view)
-    return CallRecall(len(needed), len(needed) - len(lost), lost)
+    facts = wanted if isinstance(wanted, AbstractSet) else frozenset(wanted)
+    # Set operations in C first; only the facts the messages do not hold are looked for in
+    # the system text (a substring test each).
+    needed = set(tape.facts & facts)
+    if len(needed) < len(facts) and tape.system:
+        needed.update(f for f in facts - needed if f in tape.system)
+    lost = needed - view.facts
+    if lost and view.system:
+        lost = {f for f in lost if f not in view.system}
+    return CallRecall(len(needed), len(needed) - len(lost), tuple(sorted(lost)))
 
 
 def system_text(conversation: Conversation) -> str:

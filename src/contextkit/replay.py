@@ -41,7 +41,9 @@ from contextkit.pricing import ModelPrice
 from contextkit.recall import (
     CallRecall,
     FactIndex,
+    Held,
     RecallReport,
+    score_facts,
     summarise,
     wanted_index,
 )
@@ -370,19 +372,10 @@ def _score(
         thread.view_facts |= added
     else:
         thread.view_facts = index.union(shaped.messages)
-    wanted = index.of(response) if response is not None else None
-    if not wanted:
+    if response is None:
         return _NOTHING_NEEDED
-    # score_facts over Held sets, as set operations: a call's facts are checked in C.
-    needed = thread.tape_facts & wanted
-    if len(needed) < len(wanted):  # the rest may occur in the tape's system prompt
-        system = index.system_text(thread.tape)
-        needed.update(f for f in wanted - needed if f in system)
-    lost = needed - thread.view_facts
-    if lost:
-        system = index.system_text(shaped)
-        lost = {f for f in lost if f not in system}
-    return CallRecall(len(needed), len(needed) - len(lost), tuple(sorted(lost)))
+    tape = Held(thread.tape_facts, index.system_text(thread.tape))
+    return score_facts(index.of(response), tape, Held(thread.view_facts, index.system_text(shaped)))
 
 
 _NOTHING_NEEDED = CallRecall(0, 0, ())
