@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from contextkit._gc import no_cycle_collection
 from contextkit._replay_marks import place_marks
@@ -468,25 +468,27 @@ def _rows(
         table.cost_usd.tolist(),
         strict=True,
     )
-    rows = []
-    for i, (context, uncached, written, read, output, cost) in enumerate(columns):
-        rows.append(
-            ReplayRow(
-                call=i,
-                context_tokens=context,
-                input_tokens=uncached,
-                cache_write=written,
-                cache_read=read,
-                output_tokens=output,
-                cost_usd=None if math.isnan(cost) else cost,
-                compacted=bool(receipts[i]),
-                tokens_freed=sum(r.tokens_freed for r in receipts[i]),
-                overflow=context > window,
-                needed=scores[i].needed,
-                kept=scores[i].kept,
-            )
-        )
-    return tuple(rows)
+    rows = [
+        {
+            "call": i,
+            "context_tokens": context,
+            "input_tokens": uncached,
+            "cache_write": written,
+            "cache_read": read,
+            "output_tokens": output,
+            "cost_usd": None if math.isnan(cost) else cost,
+            "compacted": bool(receipts[i]),
+            "tokens_freed": sum([r.tokens_freed for r in receipts[i]]) if receipts[i] else 0,
+            "overflow": context > window,
+            "needed": scores[i].needed,
+            "kept": scores[i].kept,
+        }
+        for i, (context, uncached, written, read, output, cost) in enumerate(columns)
+    ]
+    return _ROWS.validate_python(rows)  # validated in one call: cheaper than a model per row
+
+
+_ROWS: TypeAdapter[tuple[ReplayRow, ...]] = TypeAdapter(tuple[ReplayRow, ...])
 
 
 __all__ = ["ASSUMPTION", "AS_RECORDED", "Replay", "ReplayRow", "replay", "replay_as_recorded"]
