@@ -29,7 +29,13 @@ from contextkit.compare import (
 from contextkit.formats import load
 from contextkit.formats.anthropic import to_anthropic_request
 from contextkit.invariants import validate
-from contextkit.messages import Conversation, Message, ToolResultBlock, to_payload
+from contextkit.messages import (
+    Conversation,
+    Message,
+    ToolResultBlock,
+    parse_conversation,
+    to_payload,
+)
 from contextkit.pricing import ModelPrice
 from contextkit.replay import AS_RECORDED, replay, replay_as_recorded
 from contextkit.session import Call, Session, Usage
@@ -235,6 +241,44 @@ def test_none_equals_the_tape() -> None:
         assert set(to_payload(request)) == set(to_payload(call.request))
     assert result.recall.recall == 1.0
     assert result.summary()["compactions"] == 0
+
+
+def _wide_loop(calls: int = 5, width: int = 12) -> list[Call]:
+    """Each call answers with ``width`` parallel tool uses: more than the cache's 20-block
+    lookback is appended between two requests."""
+    history: list[Message] = [user("Read every module of the orders package")]
+    out = []
+    for i in range(calls):
+        uses = [tool_use(f"t{i}_{k}", "Read", {"path": f"orders/m{k}.py"}) for k in range(width)]
+        response = assistant(f"Step {i}", tool_uses=uses)
+        out.append(_call(history, response, i))
+        results = [tool_result(f"t{i}_{k}", f"def f{k}(): return {k}\n" * 30) for k in range(width)]
+        history = [*history, response, user(*results)]
+    return out
+
+
+def _reparsed(session: Session) -> Session:
+    """The same recording as a reader that parses every request on its own would give it (equal
+    messages, no object shared between requests: the anthropic reader, proxy logs)."""
+    calls = tuple(
+        c.model_copy(update={"request": parse_conversation(to_payload(c.request))})
+        for c in session.calls
+    )
+    return session.model_copy(update={"calls": calls})
+
+
+@pytest.mark.parametrize("strategy", [_keep, _evict_old_results])
+def test_replay_does_not_depend_on_readers_sharing_message_objects(strategy: Strategy) -> None:
+    """Requests parsed one by one (equal copies of the history) replay as requests that share
+    their history: same rows, same requests (the previous request's end is still marked)."""
+    shared = _session(_wide_loop())
+    copied = _reparsed(shared)
+    assert copied.calls[1].request.messages[0] is not shared.calls[1].request.messages[0]
+    runs = [replay(s, strategy, counter=FixedCounter(), price=PRICE) for s in (shared, copied)]
+    assert [r.model_dump() for r in runs[0].rows] == [r.model_dump() for r in runs[1].rows]
+    assert [to_payload(r) for r in runs[0].requests] == [to_payload(r) for r in runs[1].requests]
+    if strategy is _keep:  # the lookback found the previous request's end
+        assert all(r.cache_read > 0 for r in runs[1].rows[2:])  # call 1 wrote the first
 
 
 def test_overflow_is_flagged_over_the_window() -> None:

@@ -251,7 +251,8 @@ class _WantedFacts:
 
     Error strings are read only from a text that may hold a wanted one: its head (a whole
     ``\w`` word, so inside one run: a run equal to it, or a longer run holding it, noted in
-    ``heads`` when first met), an inner run of it and the whole string occur in the text.
+    ``heads`` when first met), all its inner runs are runs of the text and the whole string
+    occurs in it.
 
     ``runs.seen`` holds the runs met that are not ASCII words, each judged once when first met,
     and the runs a ``learned`` :class:`_RunFacts` brings (each learned in full by it)."""
@@ -490,7 +491,8 @@ def score_call(
 
 
 def score_facts(wanted: Iterable[str], tape: Held, view: Held) -> CallRecall:
-    """The facts of ``wanted`` the tape held (needed), and those the view no longer held (lost).
+    """The facts of ``wanted`` the tape held (needed), and those the view no longer held (lost,
+    sorted). ``wanted`` is taken as a set: a fact listed twice is needed once.
 
     Replay keeps :class:`Held` sets up to date as messages append, so scoring a call costs the
     size of its response, not of the history."""

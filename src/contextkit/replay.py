@@ -24,6 +24,7 @@ Contract:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -224,9 +225,15 @@ class _Walker:
             shared = len(thread.raw)
             tail = raw[shared:]
             stripped = tuple(map(self.strip, tail))
-            # Nothing stripped so far (no marks, the usual file): the recorded tuple itself,
-            # not a copy of the whole history at every call.
-            same = thread.sent is thread.raw and stripped == tail
+            # Nothing stripped so far (no marks, the usual file) and the history the same
+            # objects as before (readers that parse each request alone make equal copies, and
+            # breakpoint placement finds the previous request's end by identity): the recorded
+            # tuple itself, not a copy of the whole history at every call.
+            same = (
+                thread.sent is thread.raw
+                and stripped == tail
+                and all(map(operator.is_, raw, thread.raw))  # up to the shorter: thread.raw
+            )
             messages = raw if same else (*thread.sent, *stripped)
             thread.synced = thread.synced and same
         else:
