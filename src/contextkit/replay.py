@@ -24,7 +24,6 @@ Contract:
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -189,9 +188,6 @@ class _Thread:
     """The same messages with their marks stripped."""
     view: Conversation
     tape: Conversation
-    synced: bool = True
-    """The tape is the thread's last recorded request (no marks stripped, no harness compaction
-    skipped): the next tape is then the next recorded request itself, with no copy."""
     tape_facts: set[str] = field(default_factory=set)
     """Recall facts the tape's messages hold, grown as messages append."""
     view_facts: set[str] = field(default_factory=set)
@@ -223,29 +219,15 @@ class _Walker:
         thread = self._match(raw)
         if thread is not None:
             shared = len(thread.raw)
-            tail = raw[shared:]
-            stripped = tuple(map(self.strip, tail))
-            # Nothing stripped so far (no marks, the usual file) and the history the same
-            # objects as before (readers that parse each request alone make equal copies, and
-            # breakpoint placement finds the previous request's end by identity): the recorded
-            # tuple itself, not a copy of the whole history at every call.
-            same = (
-                thread.sent is thread.raw
-                and stripped == tail
-                and all(map(operator.is_, raw, thread.raw))  # up to the shorter: thread.raw
-            )
-            messages = raw if same else (*thread.sent, *stripped)
-            thread.synced = thread.synced and same
+            messages = (*thread.sent, *map(self.strip, raw[shared:]))
         else:
             messages = tuple(map(self.strip, raw))
-            messages = raw if messages == raw else messages
             if index in self.session.compactions and self.threads:
                 thread = self.threads[-1]
                 shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
-                thread.synced = False
             else:
                 head = call.request.model_copy(update={"messages": ()})
-                thread = _Thread(raw=(), sent=(), view=head, tape=head, synced=messages is raw)
+                thread = _Thread(raw=(), sent=(), view=head, tape=head)
                 self.threads.append(thread)
                 shared = 0
         thread.raw, thread.sent = raw, messages
@@ -338,8 +320,7 @@ def replay(
     for i, call in enumerate(session.calls):
         thread, new = walker.step(i, call)
         unchanged = thread.view is thread.tape  # the strategy has left the tape as it was
-        # A tape in step with the recording is the recorded request (what _with_head builds).
-        thread.tape = call.request if thread.synced else _with_head(thread.tape, call.request, new)
+        thread.tape = _with_head(thread.tape, call.request, new)
         view = thread.tape if unchanged else _with_head(thread.view, call.request, new)
         now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
         update = {"model": call.model or session.model, "now": now, "call_index": i}
