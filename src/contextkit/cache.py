@@ -182,8 +182,7 @@ class _Flat:
     marks: dict[int, int] = field(default_factory=dict)  # position -> ttl_s of an explicit mark
     bad_marks: list[int] = field(default_factory=list)  # marked thinking blocks
     cacheable: list[bool] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    sent: tuple[Message, ...] = ()  # ``messages`` as a tuple: compared in C with the next request
+    messages: tuple[Message, ...] = ()  # a tuple: compared in C with the next request's
     msg_start: list[int] = field(default_factory=list)
     msg_images: list[int] = field(default_factory=list)  # images up to and including message i
     msg_thinking: list[bool] = field(default_factory=list)  # message i holds thinking blocks
@@ -206,7 +205,8 @@ class _Flat:
             del seq[cut:]
         self.marks = {p: t for p, t in self.marks.items() if p < cut}
         self.bad_marks = [p for p in self.bad_marks if p < cut]
-        for lst in (self.messages, self.msg_start, self.msg_images, self.msg_thinking):
+        self.messages = self.messages[:n_messages]
+        for lst in (self.msg_start, self.msg_images, self.msg_thinking):
             del lst[n_messages:]
         del self.msg_turn[n_messages:]
 
@@ -408,17 +408,16 @@ class CacheSimulator:
         else:
             flat.marks[pos] = ttl
 
-    def _message(self, flat: _Flat, message: Message, shape: _Shape, seed: int | None) -> None:
+    def _message(self, flat: _Flat, shape: _Shape, seed: int | None) -> None:
         """Push one message's positions (``shape``: its shape, stripped or not)."""
         keys, acc = flat.keys, flat.acc
         digests, counts, cacheable, marks, bad_marks, images, thinking, opens = shape
         start = len(keys)
-        if flat.messages:
-            turn = len(flat.messages) if opens else flat.msg_turn[-1]
+        if flat.msg_start:  # the messages pushed so far (``flat.messages`` holds them all)
+            turn = len(flat.msg_start) if opens else flat.msg_turn[-1]
             images += flat.msg_images[-1]
         else:
             turn = 0 if opens else -1
-        flat.messages.append(message)
         flat.msg_start.append(start)
         flat.msg_turn.append(turn)
         flat.msg_images.append(images)
@@ -536,7 +535,7 @@ class CacheSimulator:
             self._flat = flat = _Flat(model=model, tools=request.tools, system=request.system)
             self._head(flat, request)
         messages = request.messages
-        shared = keep = _shared_messages(flat.sent, messages)
+        shared = keep = _shared_messages(flat.messages, messages)
         # The new messages' shapes, looked up once: parameters, strip point and flattening all
         # need them (messages before ``shared`` are looked up only when flattened again).
         shapes = [self._shape_of(m, False) for m in messages[shared:]]
@@ -547,8 +546,8 @@ class CacheSimulator:
         if strip != flat.strip_before:  # the strip point moved: shared messages change form
             keep = _restrip(flat, keep, strip)
         flat.truncate(keep)
-        # The same objects as ``flat.messages`` (not request's equal ones): one copy, not a list.
-        flat.sent = flat.sent[:keep] + messages[keep:]
+        # The kept objects (not the request's equal ones), then the request's: one copy.
+        flat.messages += messages[keep:]
         flat.params = params
         flat.strip_before = strip
         seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
@@ -557,7 +556,7 @@ class CacheSimulator:
                 shape = self._shape_of(messages[i], True)
             else:
                 shape = shapes[i - shared] if i >= shared else self._shape_of(messages[i], False)
-            self._message(flat, messages[i], shape, seed if i == 0 else None)
+            self._message(flat, shape, seed if i == 0 else None)
         flat.base = self._base(request, model)
         return flat
 
