@@ -274,10 +274,27 @@ class Conversation(Frozen):
         new = tuple(messages)
         if new == self.messages and all(a is b for a, b in zip(new, self.messages, strict=True)):
             return self
-        return self.model_copy(update={"messages": new})
+        return _with_field(self, "messages", new)
 
     def append(self, *messages: Message) -> Conversation:
-        return self.model_copy(update={"messages": (*self.messages, *messages)})
+        return _with_field(self, "messages", (*self.messages, *messages))
+
+
+def _with_field(model: Conversation, name: str, value: object) -> Conversation:
+    """``model.model_copy(update={name: value})`` for a declared field, without the generic
+    path (``copy.copy`` of three attributes, a loop over the update): a replay extends its tape
+    this way at every call. The same attributes as pydantic's ``__copy__`` sets."""
+    if model.__pydantic_private__ is not None:  # a subclass with private attributes
+        return model.model_copy(update={name: value})
+    copied = object.__new__(type(model))
+    fields = model.__dict__.copy()
+    fields[name] = value
+    extra = model.__pydantic_extra__
+    object.__setattr__(copied, "__dict__", fields)
+    object.__setattr__(copied, "__pydantic_extra__", None if extra is None else extra.copy())
+    object.__setattr__(copied, "__pydantic_fields_set__", model.__pydantic_fields_set__ | {name})
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
 
 
 # cast: mypy does not see an Annotated union as a type form TypeAdapter accepts.

@@ -184,8 +184,9 @@ def _strip_block(block: Block) -> Block:
 class _Thread:
     raw: tuple[Message, ...]
     """The messages of the recorded request this thread last made, as recorded."""
-    sent: tuple[Message, ...]
-    """The same messages with their marks stripped."""
+    sent: list[Message]
+    """The same messages with their marks stripped (a list: a call extends it by what it
+    appended, instead of copying the whole history into a new tuple)."""
     view: Conversation
     tape: Conversation
     tape_facts: set[str] = field(default_factory=set)
@@ -218,19 +219,20 @@ class _Walker:
         raw = call.request.messages
         thread = self._match(raw)
         if thread is not None:
-            shared = len(thread.raw)
-            messages = (*thread.sent, *map(self.strip, raw[shared:]))
+            new = tuple(map(self.strip, raw[len(thread.raw) :]))
+            thread.sent += new
+            thread.raw = raw
+            return thread, new
+        messages = tuple(map(self.strip, raw))
+        if index in self.session.compactions and self.threads:
+            thread = self.threads[-1]
+            shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
         else:
-            messages = tuple(map(self.strip, raw))
-            if index in self.session.compactions and self.threads:
-                thread = self.threads[-1]
-                shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
-            else:
-                head = call.request.model_copy(update={"messages": ()})
-                thread = _Thread(raw=(), sent=(), view=head, tape=head)
-                self.threads.append(thread)
-                shared = 0
-        thread.raw, thread.sent = raw, messages
+            head = call.request.model_copy(update={"messages": ()})
+            thread = _Thread(raw=(), sent=[], view=head, tape=head)
+            self.threads.append(thread)
+            shared = 0
+        thread.raw, thread.sent = raw, list(messages)
         return thread, messages[shared:]
 
     def _match(self, raw: tuple[Message, ...]) -> _Thread | None:
