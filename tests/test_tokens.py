@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from contextkit.calibration import FamilyCalibration, default_calibration
 from contextkit.formats import load
 from contextkit.messages import (
+    Block,
     Conversation,
     DocumentBlock,
     ImageBlock,
@@ -44,6 +45,8 @@ from contextkit.tokens import (
     TokenizerUnavailableWarning,
     _compact_json,
     _new_parts,
+    _plain_text,
+    block_text,
     counter_for_model,
     get_counter,
 )
@@ -482,3 +485,44 @@ def test_priming_again_walks_only_messages_not_walked_before() -> None:
     counter.prime([view])
     assert counter._walked == walked | {id(summary)}
     assert counter.count_conversation(view) == fresh.count_conversation(view)
+
+
+class _MyText(TextBlock):
+    """A caller's own subclass of a block class."""
+
+
+class _MyResult(ToolResultBlock):
+    """A subclass of a tool result."""
+
+
+def test_block_texts_are_read_per_class_as_an_isinstance_chain_would() -> None:
+    """Texts are read through a table filled once per block class: a subclass reads as its
+    base class, every kind of block as its own rule says."""
+    use = ToolUseBlock(id="t1", name="Read", input={"path": "a.py", "n": 2})
+    blocks: list[tuple[Block, str, str | None]] = [
+        (TextBlock(text="hi"), "hi", "hi"),
+        (_MyText(text="mine"), "mine", "mine"),
+        (ThinkingBlock(thinking="hmm", signature="s"), "hmm", "hmm"),
+        (use, 'Read {"path":"a.py","n":2}', 'Read {"path":"a.py","n":2}'),
+        (_MyResult(tool_use_id="t1", content="out"), "out", "out"),
+        (ToolResultBlock(tool_use_id="t1", content=None), "", ""),
+        (
+            ToolResultBlock(tool_use_id="t1", content=(TextBlock(text="a"), use)),
+            "a\n" + block_text(use),
+            "a\n" + block_text(use),
+        ),
+        (
+            ImageBlock(source={"type": "base64", "data": "AA"}),
+            '{"type":"image","source":{"type":"base64","data":"AA"}}',
+            None,
+        ),
+        (RedactedThinkingBlock(data="xyz"), "", None),
+        (
+            DocumentBlock(source={"type": "text", "data": "d"}),
+            '{"type":"document","source":{"type":"text","data":"d"}}',
+            '{"type":"text","data":"d"}',
+        ),
+    ]
+    for block, text, plain in blocks:
+        assert block_text(block) == text, block
+        assert _plain_text(block) == plain, block

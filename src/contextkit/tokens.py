@@ -26,8 +26,9 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
+from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import tiktoken
 import tiktoken.model
@@ -104,22 +105,61 @@ def _compact_json(value: object) -> str:
 
 def block_text(block: Block) -> str:
     """The text of a block as the model reads it (payload JSON for structured parts)."""
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ThinkingBlock):
-        return block.thinking
-    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
-        return block.name + " " + _compact_json(block.input)
-    if isinstance(block, ToolResultBlock):
-        if isinstance(block.content, str) or block.content is None:
-            return block.content or ""
-        return "\n".join(block_text(b) for b in block.content if not _is_media(b))
-    if isinstance(block, CompactionBlock):
+    text_of = _TEXT_OF.get(type(block))
+    if text_of is None:
+        text_of = _TEXT_OF[type(block)] = _text_of_class(type(block))
+    return text_of(block)
+
+
+_TextOf: TypeAlias = Callable[[Any], str]
+_TEXT_OF: dict[type, _TextOf] = {}
+"""How each block class's text is read, worked out once per class: ``isinstance`` against a
+pydantic model runs its metaclass's ``__instancecheck__`` in Python (about 120 ns a miss), and a
+chain of them per block cost more than reading the text."""
+
+
+def _text_of_class(cls: type) -> _TextOf:
+    """The first of these a class is a subclass of decides (the order of an isinstance chain)."""
+    if issubclass(cls, TextBlock):
+        return attrgetter("text")
+    if issubclass(cls, ThinkingBlock):
+        return attrgetter("thinking")
+    if issubclass(cls, ToolUseBlock | ServerToolUseBlock):
+        return _tool_use_text
+    if issubclass(cls, ToolResultBlock):
+        return _tool_result_text
+    if issubclass(cls, CompactionBlock):
+        return _compaction_text
+    if issubclass(cls, RedactedThinkingBlock):
+        return _no_text  # encrypted; billed, but its size is unknowable offline (see count_block)
+    if issubclass(cls, ServerToolResultBlock):
+        return _server_result_text
+    return _payload_text
+
+
+def _tool_use_text(block: ToolUseBlock | ServerToolUseBlock) -> str:
+    return block.name + " " + _compact_json(block.input)
+
+
+def _tool_result_text(block: ToolResultBlock) -> str:
+    if isinstance(block.content, str) or block.content is None:
         return block.content or ""
-    if isinstance(block, RedactedThinkingBlock):
-        return ""  # encrypted; billed, but its size is unknowable offline (see count_block)
-    if isinstance(block, ServerToolResultBlock):
-        return _compact_json(block.content)
+    return "\n".join(block_text(b) for b in block.content if not _is_media(b))
+
+
+def _compaction_text(block: CompactionBlock) -> str:
+    return block.content or ""
+
+
+def _no_text(block: Block) -> str:
+    return ""
+
+
+def _server_result_text(block: ServerToolResultBlock) -> str:
+    return _compact_json(block.content)
+
+
+def _payload_text(block: Block) -> str:
     # cache_control tells the cache where to cut; the model never reads it (not billed).
     return _compact_json({k: v for k, v in to_payload(block).items() if k != "cache_control"})
 
@@ -187,15 +227,38 @@ def _new_parts(
 
 def _plain_text(block: Block) -> str | None:
     """The text :meth:`MemoCounter._block` tokenises for ``block`` (None: it counts no text)."""
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ToolResultBlock) and isinstance(block.content, str):
-        return block.content
-    if isinstance(block, ImageBlock | RedactedThinkingBlock):
-        return None
-    if isinstance(block, DocumentBlock):
-        return _compact_json(block.source)
-    return block_text(block)
+    plain = _PLAIN.get(type(block))
+    if plain is None:
+        plain = _PLAIN[type(block)] = _plain_of_class(type(block))
+    return plain(block)
+
+
+_PLAIN: dict[type, Callable[[Any], str | None]] = {}
+""":func:`_plain_text` per block class, worked out once per class (see ``_TEXT_OF``)."""
+
+
+def _plain_of_class(cls: type) -> Callable[[Any], str | None]:
+    if issubclass(cls, TextBlock):
+        return attrgetter("text")
+    if issubclass(cls, ToolResultBlock):
+        return _plain_result_text
+    if issubclass(cls, ImageBlock | RedactedThinkingBlock):
+        return _none
+    if issubclass(cls, DocumentBlock):
+        return _document_text
+    return block_text
+
+
+def _plain_result_text(block: ToolResultBlock) -> str:
+    return block.content if isinstance(block.content, str) else block_text(block)
+
+
+def _none(block: Block) -> None:
+    return None
+
+
+def _document_text(block: DocumentBlock) -> str:
+    return _compact_json(block.source)
 
 
 def _tool_text(tool: Tool) -> str:
