@@ -22,7 +22,6 @@ Each benchmark also asserts that what it timed is right, so the suite runs them 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from functools import partial
@@ -35,7 +34,6 @@ from contextkit.examples import ExampleSpec, generate_session
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
-from contextkit.recall import message_text
 from contextkit.replay import Replay, replay
 from contextkit.session import Session
 from contextkit.strategies.base import CallFacts
@@ -258,31 +256,3 @@ def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> N
     assert memo <= 2.0 * floor
     assert naive > memo
     assert ratios["none"] <= REPLAY_TARGET
-
-
-def test_langchain_count_tokens_approximately_comparison() -> None:
-    """LangChain's history helpers re-count the whole list at every call; contextkit memoises."""
-    if importlib.util.find_spec("langchain_core") is None:
-        pytest.skip(
-            "langchain-core is not installed (not a contextkit dependency, deliberately not "
-            "installed): the optional comparison with count_tokens_approximately is skipped"
-        )
-    # Optional and untyped here: imported only when installed.
-    from langchain_core.messages.utils import (  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
-        count_tokens_approximately,
-    )
-
-    session = synthetic(300)
-
-    def langchain() -> list[int]:
-        return [
-            count_tokens_approximately(
-                [{"role": m.role, "content": message_text(m)} for m in c.request.messages]
-            )
-            for c in session.calls
-        ]
-
-    theirs = best_of(langchain, repeats=1)
-    ours = best_of(lambda: count_every_request(session), repeats=1)
-    print(f"\n300 calls: langchain count_tokens_approximately {theirs / ours:.1f}x contextkit")
-    assert len(langchain()) == len(session.calls)
