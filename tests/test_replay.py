@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from contextkit.cli import _app as cli_app
 from contextkit.cli import app
+from contextkit.cli import replay as cli_replay
 from contextkit.compare import (
     best_saving,
     compare,
@@ -389,6 +391,23 @@ def test_replay_json_shape(session_file: Path) -> None:
     assert len(out["rows"]) == 6
     assert out["rows"][0]["call"] == 0
     assert isinstance(out["recorded_cost_usd"], float)
+
+
+def test_replay_table_shows_whole_numbers_when_not_a_terminal(
+    session_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Output to a pipe or a log is not cut to 80 columns ("14,77…"): every figure of the
+    summary appears in full, as in the JSON."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(cli_app, "console", cli_app._console())
+    monkeypatch.setattr(cli_replay, "console", cli_app.console)
+    out = _run("replay", str(session_file), "-s", "sliding-window").stdout
+    summary = json.loads(_run("replay", str(session_file), "-s", "sliding-window", "--json").stdout)
+    assert "…" not in out
+    figures = summary["summary"]
+    for key in ("input_tokens", "cache_read", "cache_write", "peak_context_tokens"):
+        assert f"{figures[key]:,}" in out
+    assert f"{figures['recall']:.3f}" in out
 
 
 def test_replay_as_recorded_json_is_the_recorded_bill(session_file: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,8 +18,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    """A console for people. Rich fits a table to 80 columns when the output is not a terminal
+    (a pipe, a CI log, a file) and cuts numbers short to get there ("14,77…"): such output gets
+    room instead (200 columns; a table takes only what it needs). A terminal, or ``COLUMNS``,
+    sets the width as usual."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = stream.isatty() or "COLUMNS" in os.environ
+    return Console(stderr=stderr, width=None if wide else _PIPE_WIDTH)
+
+
+_PIPE_WIDTH = 200
+console = _console()
+err_console = _console(stderr=True)
 
 
 def console_error(message: str) -> None:

@@ -110,7 +110,7 @@ def replay_command(
 def _print_replay(result: Replay, baseline: Replay, sessions: int) -> None:
     table = Table(title=f"{result.session.path} ({result.session.model}, {len(result.rows)} calls)")
     for col in ("strategy", *_COLUMNS):
-        table.add_column(col, justify="left" if col == "strategy" else "right")
+        table.add_column(col, justify="left" if col == "strategy" else "right", overflow="fold")
     if baseline is not result:
         table.add_row(*_summary_row(AS_RECORDED, baseline.summary()))
     table.add_row(*_summary_row(result.strategy, result.summary()))
@@ -192,7 +192,9 @@ def _print_compare(
 ) -> None:
     table = Table(title="strategies compared (replay keeps the recorded responses)")
     for col in ("session / strategy", "calls", *_COLUMNS):
-        table.add_column(col, justify="left" if col.startswith("session") else "right")
+        table.add_column(
+            col, justify="left" if col.startswith("session") else "right", overflow="fold"
+        )
     last = None
     for row in rows:
         label = row["strategy"]
