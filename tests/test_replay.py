@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import contextkit.cli as cli_main
 from contextkit.cli import _app as cli_app
 from contextkit.cli import app
 from contextkit.cli import replay as cli_replay
@@ -408,6 +409,26 @@ def test_replay_table_shows_whole_numbers_when_not_a_terminal(
     for key in ("input_tokens", "cache_read", "cache_write", "peak_context_tokens"):
         assert f"{figures[key]:,}" in out
     assert f"{figures['recall']:.3f}" in out
+
+
+def test_compare_table_names_sessions_below_their_common_folder(
+    session_file: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "more").mkdir()
+    _write_pairs(tmp_path / "more" / "short.jsonl", _agent_loop(turns=2))
+    out = _run("compare", str(tmp_path), "-s", "none").stdout
+    assert f"paths under {tmp_path}" in out
+    assert "more/short.jsonl" in out
+    assert str(session_file) not in out  # named below the folder: loop.jsonl
+    assert cli_replay._common_folder(["/a/b/x.jsonl"]) == ""  # one session: its whole path
+
+
+def test_cli_warnings_are_one_line_of_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line shows a warning's text, not the source line that raised it."""
+    cli_main._show_warning(UserWarning("no price [models.x]"), UserWarning, "f.py", 1)
+    err = capsys.readouterr().err
+    assert "warning: no price [models.x]" in err
+    assert "f.py" not in err
 
 
 def test_replay_as_recorded_json_is_the_recorded_bill(session_file: Path) -> None:

@@ -7,6 +7,10 @@ code 2. Each command lives in its own module and registers itself on :data:`app`
 from __future__ import annotations
 
 import sys
+import warnings
+from typing import TextIO
+
+from rich.markup import escape
 
 # Command modules register themselves on ``app`` when imported: one import per command module.
 from contextkit.cli import convert as _convert  # noqa: F401  (registers commands)
@@ -15,11 +19,24 @@ from contextkit.cli import demo as _demo  # noqa: F401  (registers commands)
 from contextkit.cli import inspect as _inspect  # noqa: F401  (registers commands)
 from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
-from contextkit.cli._app import app, console_error
+from contextkit.cli._app import app, console_error, err_console
 from contextkit.errors import ContextkitError, FormatError
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning for people: its text on stderr, not the source line that raised it."""
+    err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, markup=True)
+
+
 def main() -> None:
+    warnings.showwarning = _show_warning
     try:
         app()
     except ContextkitError as exc:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -190,7 +192,11 @@ def compare_command(
 def _print_compare(
     rows: list[dict[str, Any]], errors: list[dict[str, Any]], skipped: tuple[tuple[str, str], ...]
 ) -> None:
-    table = Table(title="strategies compared (replay keeps the recorded responses)")
+    base = _common_folder([row["path"] for row in rows])
+    caption = f"paths under {base}" if base else None
+    table = Table(
+        title="strategies compared (replay keeps the recorded responses)", caption=caption
+    )
     for col in ("session / strategy", "calls", *_COLUMNS):
         table.add_column(
             col, justify="left" if col.startswith("session") else "right", overflow="fold"
@@ -200,7 +206,8 @@ def _print_compare(
         label = row["strategy"]
         if row["path"] != last:
             table.add_section()
-            table.add_row(f"[bold]{row['path']}[/]", *[""] * (len(_COLUMNS) + 1))
+            shown = os.path.relpath(row["path"], base) if base else row["path"]
+            table.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
             last = row["path"]
         table.add_row("  " + label, *_summary_row(label, row["summary"], row["calls"])[1:])
     console.print(table)
@@ -208,6 +215,17 @@ def _print_compare(
         err_console.print(f"[red]could not read[/] {err['error']}")
     for path, reason in skipped:
         err_console.print(f"[yellow]skipped[/] {path}: {reason}")
+
+
+def _common_folder(paths: list[str]) -> str:
+    """The folder every session path lies under, when they are several ("" otherwise): the
+    table names sessions below it (the JSON keeps whole paths)."""
+    if len(set(paths)) < 2:
+        return ""
+    try:
+        return os.path.commonpath([os.path.dirname(p) for p in paths])
+    except ValueError:  # relative and absolute paths mixed, or other drives
+        return ""
 
 
 def _skipped_hint(skipped: tuple[tuple[str, str], ...]) -> str:
