@@ -20,6 +20,7 @@ from contextkit.recall import (
     message_text,
     score_call,
     score_facts,
+    score_sets,
     summarise,
     wanted_facts,
     wanted_index,
@@ -359,3 +360,27 @@ def test_score_facts_is_the_per_fact_definition(
     lost = tuple(f for f in needed if f not in view_held.facts and f not in view_held.system)
     expected = CallRecall(len(needed), len(needed) - len(lost), lost)
     assert score_facts(wanted, tape_held, view_held) == expected
+
+
+@given(
+    st.frozensets(_WORDS),
+    st.sets(_WORDS),
+    st.sets(_WORDS),
+    st.lists(_WORDS, max_size=4).map(" ".join),
+    st.lists(_WORDS, max_size=4).map(" ".join),
+    st.booleans(),
+)
+def test_score_sets_is_score_facts(
+    wanted: frozenset[str],
+    tape: set[str],
+    view: set[str],
+    tape_system: str,
+    view_system: str,
+    view_is_tape: bool,
+) -> None:
+    """The same score on the sets themselves, also when the view's set is the tape's own (the
+    shortcut keeps every needed fact only if the system texts agree too)."""
+    view_facts = tape if view_is_tape else view
+    expected = score_facts(wanted, Held(tape, tape_system), Held(view_facts, view_system))
+    assert score_sets(wanted, set(tape), tape_system, view_facts, view_system) == expected
+    assert score_sets(wanted, tape, tape_system, view_facts, view_system) == expected

@@ -497,15 +497,53 @@ def score_facts(wanted: Iterable[str], tape: Held, view: Held) -> CallRecall:
     Replay keeps :class:`Held` sets up to date as messages append, so scoring a call costs the
     size of its response, not of the history."""
     facts = wanted if isinstance(wanted, AbstractSet) else frozenset(wanted)
-    # Set operations in C first; only the facts the messages do not hold are looked for in
-    # the system text (a substring test each).
-    needed = set(tape.facts & facts)
-    if len(needed) < len(facts) and tape.system:
-        needed.update(f for f in facts - needed if f in tape.system)
-    lost = needed - view.facts
-    if lost and view.system:
-        lost = {f for f in lost if f not in view.system}
+    needed = _needed(facts, set(tape.facts & facts), tape.system)
+    return _lost(needed, view.facts, view.system)
+
+
+def _needed(facts: AbstractSet[str], held: set[str], system: str) -> set[str]:
+    """The facts the tape held: ``held`` (those its messages hold, found by set operations in
+    C), then the rest looked for in the system text (a substring test each)."""
+    if len(held) < len(facts) and system:
+        held.update(f for f in facts - held if f in system)
+    return held
+
+
+def _lost(needed: set[str], facts: AbstractSet[str], system: str) -> CallRecall:
+    """The score of ``needed`` against a view whose messages hold ``facts``."""
+    lost = needed - facts
+    if lost and system:
+        lost = {f for f in lost if f not in system}
+    if not lost:
+        return _all_kept(len(needed))
     return CallRecall(len(needed), len(needed) - len(lost), tuple(sorted(lost)))
+
+
+def score_sets(
+    facts: AbstractSet[str],
+    tape_facts: set[str],
+    tape_system: str,
+    view_facts: AbstractSet[str],
+    view_system: str,
+) -> CallRecall:
+    """:func:`score_facts` on the sets themselves (no :class:`Held` to build per call). A view
+    holding the tape's own fact set and system text keeps every needed fact."""
+    needed = _needed(facts, tape_facts & facts, tape_system)
+    if view_facts is tape_facts and view_system == tape_system:
+        return _all_kept(len(needed))
+    return _lost(needed, view_facts, view_system)
+
+
+def _all_kept(needed: int) -> CallRecall:
+    """``CallRecall(needed, needed, ())``, one per count (it is frozen: sharing is safe, and
+    cheaper than building a frozen dataclass per call)."""
+    hit = _ALL_KEPT.get(needed)
+    if hit is None:
+        hit = _ALL_KEPT[needed] = CallRecall(needed, needed, ())
+    return hit
+
+
+_ALL_KEPT: dict[int, CallRecall] = {}
 
 
 def system_text(conversation: Conversation) -> str:
