@@ -260,8 +260,6 @@ class _WantedFacts:
     def __init__(self, wanted: frozenset[str], learned: _RunFacts | None = None) -> None:
         self.wanted = wanted
         self.runs = learned or _RunFacts()
-        self.met: set[str] = set()
-        """every run a text given to :meth:`facts` has held"""
         simple = {f for f in wanted if _SIMPLE.fullmatch(f)}
         others = [f for f in wanted if f not in simple]
         self.selves: set[str] = set(simple)
@@ -293,25 +291,14 @@ class _WantedFacts:
         # A frozenset of runs: the intersections below are frozensets (no copy to return).
         runs = frozenset(_runs_in_order(text))
         seen = self.runs.seen
-        # Only runs never met are looked at one by one (a session repeats most of its runs):
-        # a run met before was judged then (and put in ``seen`` if it is not an ASCII word).
-        fresh = runs - self.met
-        self.met |= fresh
-        if text.isascii():  # most texts: one check instead of one per run
-            new = [r for r in fresh if ("." in r or "/" in r or "-" in r) and r not in seen]
-        else:
-            new = [
-                r
-                for r in fresh
-                if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
-            ]
+        new = _unjudged(runs, seen, text)
         if new:
             seen.update(new)
             self._learn(new)
         found = runs & self.selves
-        if self.rare.isdisjoint(runs):
-            return found
         rare = runs & self.rare
+        if not rare:
+            return found
         compound, heads = self.compound, self.heads
         more = [f for r in rare if r in compound for f in compound[r]]
         with_heads = [r for r in rare if r in heads]
@@ -372,6 +359,24 @@ class _WantedFacts:
         return []
 
 
+def _unjudged(runs: frozenset[str], seen: set[str], text: str) -> list[str]:
+    """The runs of ``text`` that are not ASCII words (``selves`` answers for those) and were
+    never judged (a run judged before is in ``seen``).
+
+    Only these few runs are looked up in ``seen``: taking out first every run met before (a
+    lookup of each in a set of all runs met, comparing strings on each hit) cost more than
+    the character tests. A text without "/" or "-" marks its non-words with "." alone."""
+    if not text.isascii():
+        return [
+            r
+            for r in runs
+            if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
+        ]
+    if "/" in text or "-" in text:
+        return [r for r in runs if ("." in r or "/" in r or "-" in r) and r not in seen]
+    return [r for r in runs if "." in r and r not in seen]
+
+
 def message_text(message: Message) -> str:
     content = message.content
     if isinstance(content, str):
@@ -429,8 +434,10 @@ class FactIndex:
     def union(self, messages: Iterable[Message]) -> set[str]:
         """Every fact the messages hold (a new set: callers may grow it as messages append)."""
         out: set[str] = set()
-        for message in messages:
-            out |= self.of(message)
+        memo = self._memo
+        for message in messages:  # the memo looked up here: a call per message cost more
+            hit = memo.get(id(message))
+            out |= hit[1] if hit is not None and hit[0] is message else self.of(message)
         return out
 
 
