@@ -19,7 +19,7 @@ import string
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import compress, product
+from itertools import chain, compress, product
 from operator import eq, itemgetter, not_
 
 from contextkit.messages import Conversation, Message
@@ -87,16 +87,15 @@ def extract_facts(text: str) -> frozenset[str]:
     return _RunFacts().facts(text)
 
 
-def _runs(text: str) -> set[str]:
+def _runs(text: str) -> frozenset[str]:
     """The distinct runs of ``text``: what lies between ASCII characters outside ``[\\w./-]``
-    and whitespace, cut in C (UTF-8, ``bytes.translate``, ``split``)."""
-    cut = text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES)
-    return set(cut.decode("utf-8", "surrogatepass").split())
+    and whitespace, cut in C (UTF-8, ``bytes.translate``, ``split``). A frozenset: the facts
+    :meth:`_RunFacts.of_runs` intersects out of it are one (no copy to return)."""
+    return frozenset(_runs_in_order(text))
 
 
 def _runs_in_order(text: str) -> list[str]:
-    """The runs of ``text`` (see :func:`_runs`), in order, repeated (:func:`_runs`, inlined
-    for speed, builds the same)."""
+    """The runs of ``text`` (see :func:`_runs`), in order, repeated."""
     return (
         text.encode("utf-8", "surrogatepass")
         .translate(_RUN_BYTES)
@@ -147,13 +146,14 @@ class _RunFacts:
         if new:
             self._learn(list(new))
 
-    def of_runs(self, runs: set[str], text: str) -> frozenset[str]:
+    def of_runs(self, runs: frozenset[str], text: str) -> frozenset[str]:
         """The facts of ``text``, whose runs (all learned) are ``runs``."""
         found = runs & self.selves
-        if not self.holders.isdisjoint(runs):
-            found.update(*map(self.compound.__getitem__, runs & self.holders))
-        found.update(_errors(text))
-        return frozenset(found)
+        more = _errors(text)
+        held = runs & self.holders
+        if held:
+            more.extend(chain.from_iterable(map(self.compound.__getitem__, held)))
+        return found.union(more) if more else found
 
     def _learn(self, runs: list[str]) -> None:
         self.seen.update(runs)
