@@ -589,6 +589,7 @@ __all__ = [
     "message_text",
     "score_call",
     "score_facts",
+    "score_sets",
     "summarise",
     "system_text",
     "wanted_facts",

@@ -190,7 +190,8 @@ class _Thread:
     tape_facts: set[str] = field(default_factory=set)
     """Recall facts the tape's messages hold, grown as messages append."""
     view_facts: set[str] = field(default_factory=set)
-    """The same for the view, rebuilt when the strategy changes the view."""
+    """The same for the view, rebuilt when the strategy changes the view (the tape's own set
+    while the strategy returns the tape: both grow by the same messages)."""
 
 
 @dataclass
