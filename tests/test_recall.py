@@ -20,10 +20,15 @@ from contextkit.recall import (
     message_text,
     score_call,
     score_facts,
+    score_sets,
     summarise,
     wanted_facts,
     wanted_index,
 )
+from contextkit.replay import replay
+from contextkit.strategies.base import CallFacts, Compacted
+from contextkit.strategies.config import strategy_from_spec
+from contextkit.testing import FixedCounter
 from corpus_paths import corpus_files
 
 
@@ -359,3 +364,58 @@ def test_score_facts_is_the_per_fact_definition(
     lost = tuple(f for f in needed if f not in view_held.facts and f not in view_held.system)
     expected = CallRecall(len(needed), len(needed) - len(lost), lost)
     assert score_facts(wanted, tape_held, view_held) == expected
+
+
+@given(
+    st.frozensets(_WORDS),
+    st.sets(_WORDS),
+    st.sets(_WORDS),
+    st.lists(_WORDS, max_size=4).map(" ".join),
+    st.lists(_WORDS, max_size=4).map(" ".join),
+    st.booleans(),
+)
+def test_score_sets_is_score_facts(
+    wanted: frozenset[str],
+    tape: set[str],
+    view: set[str],
+    tape_system: str,
+    view_system: str,
+    view_is_tape: bool,
+) -> None:
+    """The same score on the sets themselves, also when the view's set is the tape's own (the
+    shortcut keeps every needed fact only if the system texts agree too)."""
+    view_facts = tape if view_is_tape else view
+    expected = score_facts(wanted, Held(tape, tape_system), Held(view_facts, view_system))
+    assert score_sets(wanted, set(tape), tape_system, view_facts, view_system) == expected
+    assert score_sets(wanted, tape, tape_system, view_facts, view_system) == expected
+
+
+def _shifting(view: Conversation, facts: CallFacts, /) -> Compacted:
+    """Drops the second message at every third call, hands back an equal copy at the next, and
+    the view itself at the one after: every path of the replay's fact sets (a view that is
+    the tape, one grown with it, one rebuilt)."""
+    step = facts.call_index % 3
+    if step == 0 and len(view.messages) > 2:
+        messages = (view.messages[0], *view.messages[2:])
+        return Compacted(view=view.model_copy(update={"messages": messages}))
+    if step == 1:
+        return Compacted(view=view.model_copy())
+    return Compacted(view=view)
+
+
+@pytest.mark.parametrize("spec", ["none", "evict-tool-results", "sliding-window", "shifting"])
+def test_replay_recall_is_score_call_on_its_tapes_and_views(spec: str) -> None:
+    """What a replay scores per call (its fact sets kept up to date message by message) is
+    :func:`score_call` with every fact, on the call's tape and view."""
+    session = generate_session(ExampleSpec(calls=60, user_turns=3, seed=5))
+    strategy = _shifting if spec == "shifting" else strategy_from_spec(spec)
+    result = replay(session, strategy, counter=FixedCounter())
+    index = FactIndex()
+    expected = [
+        score_call(index, call.response, tape, view)
+        for call, tape, view in zip(session.calls, result.tapes, result.views, strict=True)
+    ]
+    assert [(r.needed, r.kept) for r in result.rows] == [(e.needed, e.kept) for e in expected]
+    assert result.recall == summarise(expected)
+    if spec in ("evict-tool-results", "shifting"):  # views that did lose facts
+        assert sum(e.needed - e.kept for e in expected) > 0

@@ -19,7 +19,7 @@ import string
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import compress, product
+from itertools import chain, compress, product
 from operator import eq, itemgetter, not_
 
 from contextkit.messages import Conversation, Message
@@ -87,16 +87,15 @@ def extract_facts(text: str) -> frozenset[str]:
     return _RunFacts().facts(text)
 
 
-def _runs(text: str) -> set[str]:
+def _runs(text: str) -> frozenset[str]:
     """The distinct runs of ``text``: what lies between ASCII characters outside ``[\\w./-]``
-    and whitespace, cut in C (UTF-8, ``bytes.translate``, ``split``)."""
-    cut = text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES)
-    return set(cut.decode("utf-8", "surrogatepass").split())
+    and whitespace, cut in C (UTF-8, ``bytes.translate``, ``split``). A frozenset: the facts
+    :meth:`_RunFacts.of_runs` intersects out of it are one (no copy to return)."""
+    return frozenset(_runs_in_order(text))
 
 
 def _runs_in_order(text: str) -> list[str]:
-    """The runs of ``text`` (see :func:`_runs`), in order, repeated (:func:`_runs`, inlined
-    for speed, builds the same)."""
+    """The runs of ``text`` (see :func:`_runs`), in order, repeated."""
     return (
         text.encode("utf-8", "surrogatepass")
         .translate(_RUN_BYTES)
@@ -147,13 +146,14 @@ class _RunFacts:
         if new:
             self._learn(list(new))
 
-    def of_runs(self, runs: set[str], text: str) -> frozenset[str]:
+    def of_runs(self, runs: frozenset[str], text: str) -> frozenset[str]:
         """The facts of ``text``, whose runs (all learned) are ``runs``."""
         found = runs & self.selves
-        if not self.holders.isdisjoint(runs):
-            found.update(*map(self.compound.__getitem__, runs & self.holders))
-        found.update(_errors(text))
-        return frozenset(found)
+        more = _errors(text)
+        held = runs & self.holders
+        if held:
+            more.extend(chain.from_iterable(map(self.compound.__getitem__, held)))
+        return found.union(more) if more else found
 
     def _learn(self, runs: list[str]) -> None:
         self.seen.update(runs)
@@ -260,8 +260,6 @@ class _WantedFacts:
     def __init__(self, wanted: frozenset[str], learned: _RunFacts | None = None) -> None:
         self.wanted = wanted
         self.runs = learned or _RunFacts()
-        self.met: set[str] = set()
-        """every run a text given to :meth:`facts` has held"""
         simple = {f for f in wanted if _SIMPLE.fullmatch(f)}
         others = [f for f in wanted if f not in simple]
         self.selves: set[str] = set(simple)
@@ -293,25 +291,14 @@ class _WantedFacts:
         # A frozenset of runs: the intersections below are frozensets (no copy to return).
         runs = frozenset(_runs_in_order(text))
         seen = self.runs.seen
-        # Only runs never met are looked at one by one (a session repeats most of its runs):
-        # a run met before was judged then (and put in ``seen`` if it is not an ASCII word).
-        fresh = runs - self.met
-        self.met |= fresh
-        if text.isascii():  # most texts: one check instead of one per run
-            new = [r for r in fresh if ("." in r or "/" in r or "-" in r) and r not in seen]
-        else:
-            new = [
-                r
-                for r in fresh
-                if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
-            ]
+        new = _unjudged(runs, seen, text)
         if new:
             seen.update(new)
             self._learn(new)
         found = runs & self.selves
-        if self.rare.isdisjoint(runs):
-            return found
         rare = runs & self.rare
+        if not rare:
+            return found
         compound, heads = self.compound, self.heads
         more = [f for r in rare if r in compound for f in compound[r]]
         with_heads = [r for r in rare if r in heads]
@@ -372,6 +359,24 @@ class _WantedFacts:
         return []
 
 
+def _unjudged(runs: frozenset[str], seen: set[str], text: str) -> list[str]:
+    """The runs of ``text`` that are not ASCII words (``selves`` answers for those) and were
+    never judged (a run judged before is in ``seen``).
+
+    Only these few runs are looked up in ``seen``: taking out first every run met before (a
+    lookup of each in a set of all runs met, comparing strings on each hit) cost more than
+    the character tests. A text without "/" or "-" marks its non-words with "." alone."""
+    if not text.isascii():
+        return [
+            r
+            for r in runs
+            if ("." in r or "/" in r or "-" in r or not r.isascii()) and r not in seen
+        ]
+    if "/" in text or "-" in text:
+        return [r for r in runs if ("." in r or "/" in r or "-" in r) and r not in seen]
+    return [r for r in runs if "." in r and r not in seen]
+
+
 def message_text(message: Message) -> str:
     content = message.content
     if isinstance(content, str):
@@ -429,8 +434,10 @@ class FactIndex:
     def union(self, messages: Iterable[Message]) -> set[str]:
         """Every fact the messages hold (a new set: callers may grow it as messages append)."""
         out: set[str] = set()
-        for message in messages:
-            out |= self.of(message)
+        memo = self._memo
+        for message in messages:  # the memo looked up here: a call per message cost more
+            hit = memo.get(id(message))
+            out |= hit[1] if hit is not None and hit[0] is message else self.of(message)
         return out
 
 
@@ -497,15 +504,53 @@ def score_facts(wanted: Iterable[str], tape: Held, view: Held) -> CallRecall:
     Replay keeps :class:`Held` sets up to date as messages append, so scoring a call costs the
     size of its response, not of the history."""
     facts = wanted if isinstance(wanted, AbstractSet) else frozenset(wanted)
-    # Set operations in C first; only the facts the messages do not hold are looked for in
-    # the system text (a substring test each).
-    needed = set(tape.facts & facts)
-    if len(needed) < len(facts) and tape.system:
-        needed.update(f for f in facts - needed if f in tape.system)
-    lost = needed - view.facts
-    if lost and view.system:
-        lost = {f for f in lost if f not in view.system}
+    needed = _needed(facts, set(tape.facts & facts), tape.system)
+    return _lost(needed, view.facts, view.system)
+
+
+def _needed(facts: AbstractSet[str], held: set[str], system: str) -> set[str]:
+    """The facts the tape held: ``held`` (those its messages hold, found by set operations in
+    C), then the rest looked for in the system text (a substring test each)."""
+    if len(held) < len(facts) and system:
+        held.update(f for f in facts - held if f in system)
+    return held
+
+
+def _lost(needed: set[str], facts: AbstractSet[str], system: str) -> CallRecall:
+    """The score of ``needed`` against a view whose messages hold ``facts``."""
+    lost = needed - facts
+    if lost and system:
+        lost = {f for f in lost if f not in system}
+    if not lost:
+        return _all_kept(len(needed))
     return CallRecall(len(needed), len(needed) - len(lost), tuple(sorted(lost)))
+
+
+def score_sets(
+    facts: AbstractSet[str],
+    tape_facts: set[str],
+    tape_system: str,
+    view_facts: AbstractSet[str],
+    view_system: str,
+) -> CallRecall:
+    """:func:`score_facts` on the sets themselves (no :class:`Held` to build per call). A view
+    holding the tape's own fact set and system text keeps every needed fact."""
+    needed = _needed(facts, tape_facts & facts, tape_system)
+    if view_facts is tape_facts and view_system == tape_system:
+        return _all_kept(len(needed))
+    return _lost(needed, view_facts, view_system)
+
+
+def _all_kept(needed: int) -> CallRecall:
+    """``CallRecall(needed, needed, ())``, one per count (it is frozen: sharing is safe, and
+    cheaper than building a frozen dataclass per call)."""
+    hit = _ALL_KEPT.get(needed)
+    if hit is None:
+        hit = _ALL_KEPT[needed] = CallRecall(needed, needed, ())
+    return hit
+
+
+_ALL_KEPT: dict[int, CallRecall] = {}
 
 
 def system_text(conversation: Conversation) -> str:
@@ -544,6 +589,7 @@ __all__ = [
     "message_text",
     "score_call",
     "score_facts",
+    "score_sets",
     "summarise",
     "system_text",
     "wanted_facts",

@@ -41,9 +41,8 @@ from contextkit.pricing import ModelPrice
 from contextkit.recall import (
     CallRecall,
     FactIndex,
-    Held,
     RecallReport,
-    score_facts,
+    score_sets,
     summarise,
     wanted_index,
 )
@@ -192,7 +191,8 @@ class _Thread:
     tape_facts: set[str] = field(default_factory=set)
     """Recall facts the tape's messages hold, grown as messages append."""
     view_facts: set[str] = field(default_factory=set)
-    """The same for the view, rebuilt when the strategy changes the view."""
+    """The same for the view, rebuilt when the strategy changes the view (the tape's own set
+    while the strategy returns the tape: both grow by the same messages)."""
 
 
 @dataclass
@@ -355,17 +355,25 @@ def _score(
     response: Message | None,
 ) -> CallRecall:
     """Recall of one call. The held sets grow by what was appended and are rebuilt only when the
-    strategy changed the view, so scoring stays linear in the session (not quadratic)."""
+    strategy changed the view, so scoring stays linear in the session (not quadratic). While the
+    view holds the tape's messages, both are one set (grown once per call)."""
     added = index.union(new)
     thread.tape_facts |= added
-    if shaped is view:
-        thread.view_facts |= added
-    else:
+    if shaped is thread.tape:
+        thread.view_facts = thread.tape_facts
+    elif shaped is not view:
         thread.view_facts = index.union(shaped.messages)
+    elif thread.view_facts is not thread.tape_facts:  # else it grew with the tape
+        thread.view_facts |= added
     if response is None:
         return _NOTHING_NEEDED
-    tape = Held(thread.tape_facts, index.system_text(thread.tape))
-    return score_facts(index.of(response), tape, Held(thread.view_facts, index.system_text(shaped)))
+    return score_sets(
+        index.of(response),
+        thread.tape_facts,
+        index.system_text(thread.tape),
+        thread.view_facts,
+        index.system_text(shaped),
+    )
 
 
 _NOTHING_NEEDED = CallRecall(0, 0, ())
