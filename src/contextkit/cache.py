@@ -713,17 +713,15 @@ class CacheSimulator:
                 placed[pos], room = ttl, room - 1
         return placed
 
-    def _alive(self, key: int, t: float) -> list[float] | None:
-        entry = self._entries.get(key)
-        if entry is None or not entry[0] < t < entry[1]:
-            return None
-        return entry
-
     def _read(self, flat: _Flat, bps: list[tuple[int, int]], t: float, lookback: int) -> int:
         """The furthest position whose entry a breakpoint's lookback finds (-1: none)."""
         best = -1
-        entries, keys = self._entries, flat.keys  # _alive inlined: the hot loop of a session
-        for pos, _ in bps:
+        entries, keys = self._entries, flat.keys  # entries looked up inline: the hot loop
+        # The furthest breakpoint first (``bps`` is in position order): its hit, usually the
+        # previous call's end, bounds the walks of those before it, which then have none to do.
+        for pos, _ in reversed(bps):
+            if pos <= best:
+                break
             for q in range(pos, max(pos - lookback, best, -1), -1):
                 entry = entries.get(keys[q])
                 if entry is not None and entry[0] < t < entry[1]:
@@ -758,11 +756,12 @@ class CacheSimulator:
                 write_1h += tokens - end_tokens
             else:  # 5m, and any other TTL (rejected by the provider) priced as 5m
                 write_5m += tokens - end_tokens
-            entry = self._alive(keys[pos], t + 1e-9)
-            if entry is None:
-                entries[keys[pos]] = [t, t + ttl, float(ttl)]
-            else:
+            key = keys[pos]
+            entry = entries.get(key)  # alive: extended; else written anew
+            if entry is not None and entry[0] < t + 1e-9 < entry[1]:
                 entry[1] = max(entry[1], t + ttl)
+            else:
+                entries[key] = [t, t + ttl, float(ttl)]
             end_tokens = tokens
         total = base + acc[-1] if acc else base
         return CachedCall(  # positional, in field order: the record of every call
