@@ -18,6 +18,7 @@ from contextkit.cache import (
     CacheSimulator,
     OpenAICache,
     PrefixPart,
+    _shared_messages,
     simulate_cache,
     strip_prior_thinking,
 )
@@ -454,3 +455,14 @@ def test_subclassed_blocks_are_handled_as_their_base_class() -> None:
     (call,) = simulate_cache([(rejected, 0.0)], WordCounter(), CFG)
     assert call.errors == ("cache_control on a thinking block (the provider rejects it)",)
     assert call.breakpoints == 2  # system and U2: the thinking block is never a breakpoint
+
+
+def test_shared_messages_by_identity_and_equality() -> None:
+    a, b, c, d = user(text(3, "a")), assistant(text(3, "b")), user(text(3, "c")), user(text(3, "d"))
+    twin = user(text(3, "a"))  # equal to ``a``, another object
+    assert _shared_messages((a, b), (a, b, c)) == 2  # the history grew
+    assert _shared_messages((a, b, c), (a, b)) == 2  # it shrank
+    assert _shared_messages((a, d, c), (a, b, c, d)) == 1  # a message in the middle changed
+    assert _shared_messages((twin, b), (a, b, c)) == 2  # equal and the last one shared
+    assert _shared_messages((twin, d), (a, b, c)) == 0  # otherwise by identity
+    assert _shared_messages((), (a,)) == 0

@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Literal, Protocol
 
 import numpy as np
@@ -104,7 +105,7 @@ class TokenTable:
         input_costs: Sequence[float | None],
     ) -> TokenTable:
         def column(name: str) -> IntArray:
-            return _ints([getattr(u, name) for u in usages])
+            return _ints(list(map(attrgetter(name), usages)))  # in C: no getattr call per call
 
         return cls(
             input=column("input_tokens"),

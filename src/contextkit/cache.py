@@ -408,42 +408,49 @@ class CacheSimulator:
         else:
             flat.marks[pos] = ttl
 
-    def _message(self, flat: _Flat, shape: _Shape, seed: int | None) -> None:
-        """Push one message's positions (``shape``: its shape, stripped or not)."""
-        keys, acc = flat.keys, flat.acc
-        digests, counts, cacheable, marks, bad_marks, images, thinking, opens = shape
-        start = len(keys)
-        if flat.msg_start:  # the messages pushed so far (``flat.messages`` holds them all)
-            turn = len(flat.msg_start) if opens else flat.msg_turn[-1]
-            images += flat.msg_images[-1]
-        else:
-            turn = 0 if opens else -1
-        flat.msg_start.append(start)
-        flat.msg_turn.append(turn)
-        flat.msg_images.append(images)
-        flat.msg_thinking.append(thinking)
+    def _messages(self, flat: _Flat, shapes: Sequence[_Shape], seed: int | None) -> None:
+        """Push messages' positions after those kept (``shapes``: theirs, stripped or not;
+        ``seed``: the key the first one chains from, None to chain from the last position).
+        One loop for all of them, the lists bound once: a new turn pushes a whole turn again."""
+        keys, acc, cacheable_at, marks_at = flat.keys, flat.acc, flat.cacheable, flat.marks
+        msg_start, msg_turn, msg_images = flat.msg_start, flat.msg_turn, flat.msg_images
+        msg_thinking, seen = flat.msg_thinking, self._seen
         key = seed if seed is not None else (keys[-1] if keys else hash(("root", flat.model)))
         total = acc[-1] if acc else 0
-        if len(digests) == 1:  # most messages: one position, no loop
-            keys.append(hash((key, digests[0])))
-            acc.append(total + counts[0])
-        else:  # a loop, not accumulate(): a message holds two or three blocks, most of the time
-            for digest, tokens in zip(digests, counts, strict=True):
-                key = hash((key, digest))  # the chain: each key is the whole prefix up to here
+        turn = msg_turn[-1] if msg_turn else -1
+        images_so_far = msg_images[-1] if msg_images else 0
+        new = 0
+        for digests, counts, cacheable, marks, bad_marks, images, thinking, opens in shapes:
+            start = len(keys)
+            if opens:
+                turn = len(msg_start)
+            images_so_far += images
+            msg_start.append(start)
+            msg_turn.append(turn)
+            msg_images.append(images_so_far)
+            msg_thinking.append(thinking)
+            if len(digests) == 1:  # most messages: one position, no loop
+                key = hash((key, digests[0]))
                 keys.append(key)
-                total += tokens
+                total += counts[0]
                 acc.append(total)
-        flat.cacheable.extend(cacheable)
-        for offset, ttl in marks:
-            flat.marks[start + offset] = ttl
-        if bad_marks:
-            flat.bad_marks.extend(start + offset for offset in bad_marks)
-        seen = self._seen
-        if not seen.issuperset(digests):  # content no earlier request carried
-            for digest, tokens in zip(digests, counts, strict=True):
-                if digest not in seen:
-                    seen.add(digest)
-                    self._new += tokens
+            else:  # a loop, not accumulate(): a message holds two or three blocks, most of the time
+                for digest, tokens in zip(digests, counts, strict=True):
+                    key = hash((key, digest))  # the chain: each key is the whole prefix up to here
+                    keys.append(key)
+                    total += tokens
+                    acc.append(total)
+            cacheable_at.extend(cacheable)
+            for offset, ttl in marks:
+                marks_at[start + offset] = ttl
+            if bad_marks:
+                flat.bad_marks.extend(start + offset for offset in bad_marks)
+            if not seen.issuperset(digests):  # content no earlier request carried
+                for digest, tokens in zip(digests, counts, strict=True):
+                    if digest not in seen:
+                        seen.add(digest)
+                        new += tokens
+        self._new += new
 
     def _shape_of(self, message: Message, strip: bool) -> _Shape:
         """:meth:`_shape`, memoised; stripping leaves a message without thinking as it is (the
@@ -550,13 +557,14 @@ class CacheSimulator:
         flat.messages += messages[keep:]
         flat.params = params
         flat.strip_before = strip
-        seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
-        for i in range(keep, len(messages)):
-            if i < strip:
-                shape = self._shape_of(messages[i], True)
-            else:
-                shape = shapes[i - shared] if i >= shared else self._shape_of(messages[i], False)
-            self._message(flat, shape, seed if i == 0 else None)
+        if keep == shared and strip <= keep:  # the usual call: only new messages, as they are
+            pushed = shapes
+        else:  # the memo gives the new messages' shapes again
+            pushed = [self._shape_of(messages[i], i < strip) for i in range(keep, len(messages))]
+        seed = None  # the first message chains from the head and the messages-level parameters
+        if keep == 0:
+            seed = hash(((flat.keys[flat.n_head - 1] if flat.n_head else 0), params))
+        self._messages(flat, pushed, seed)
         flat.base = self._base(request, model)
         return flat
 
@@ -705,17 +713,15 @@ class CacheSimulator:
                 placed[pos], room = ttl, room - 1
         return placed
 
-    def _alive(self, key: int, t: float) -> list[float] | None:
-        entry = self._entries.get(key)
-        if entry is None or not entry[0] < t < entry[1]:
-            return None
-        return entry
-
     def _read(self, flat: _Flat, bps: list[tuple[int, int]], t: float, lookback: int) -> int:
         """The furthest position whose entry a breakpoint's lookback finds (-1: none)."""
         best = -1
-        entries, keys = self._entries, flat.keys  # _alive inlined: the hot loop of a session
-        for pos, _ in bps:
+        entries, keys = self._entries, flat.keys  # entries looked up inline: the hot loop
+        # The furthest breakpoint first (``bps`` is in position order): its hit, usually the
+        # previous call's end, bounds the walks of those before it, which then have none to do.
+        for pos, _ in reversed(bps):
+            if pos <= best:
+                break
             for q in range(pos, max(pos - lookback, best, -1), -1):
                 entry = entries.get(keys[q])
                 if entry is not None and entry[0] < t < entry[1]:
@@ -750,11 +756,12 @@ class CacheSimulator:
                 write_1h += tokens - end_tokens
             else:  # 5m, and any other TTL (rejected by the provider) priced as 5m
                 write_5m += tokens - end_tokens
-            entry = self._alive(keys[pos], t + 1e-9)
-            if entry is None:
-                entries[keys[pos]] = [t, t + ttl, float(ttl)]
-            else:
+            key = keys[pos]
+            entry = entries.get(key)  # alive: extended; else written anew
+            if entry is not None and entry[0] < t + 1e-9 < entry[1]:
                 entry[1] = max(entry[1], t + ttl)
+            else:
+                entries[key] = [t, t + ttl, float(ttl)]
             end_tokens = tokens
         total = base + acc[-1] if acc else base
         return CachedCall(  # positional, in field order: the record of every call
@@ -813,14 +820,27 @@ def _shared_messages(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:
     """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))
     # Tuple comparison in C checks identity before equality: cheap for shared histories (and
-    # faster than all(map(operator.is_, ...)), which calls a function per message). A slice of
-    # a whole tuple is the tuple itself: usually only ``new`` is copied.
-    if n and old[n - 1] is new[n - 1] and old[:n] == new[:n]:
+    # faster than all(map(operator.is_, ...)), which calls a function per message).
+    if n and old[n - 1] is new[n - 1] and _equal_prefix(old, new, n):
         return n
     for i in range(n):
         if old[i] is not new[i]:
             return i
     return n
+
+
+def _equal_prefix(old: tuple[Message, ...], new: tuple[Message, ...], n: int) -> bool:
+    """``old[:n] == new[:n]`` (``n``: the shorter length), without copying the longer tuple."""
+    if len(old) < len(new):
+        # The usual call, the history grew: ``<=`` walks both tuples in C as ``==`` does and,
+        # all of ``old`` equal, decides by the sizes (True). At the first pair that differs it
+        # orders the two messages, which they do not support (TypeError): not a prefix. A slice
+        # of ``new`` would copy the whole history at every call.
+        try:
+            return old <= new
+        except TypeError:
+            return False
+    return old[:n] == new[:n]  # a slice of a whole tuple is the tuple itself: no copy
 
 
 def _opens_turn(message: Message) -> bool:
