@@ -35,12 +35,14 @@ from contextkit.invariants import validate
 from contextkit.messages import (
     Conversation,
     Message,
+    TextBlock,
     ToolResultBlock,
+    ToolUseBlock,
     parse_conversation,
     to_payload,
 )
 from contextkit.pricing import ModelPrice
-from contextkit.replay import AS_RECORDED, replay, replay_as_recorded
+from contextkit.replay import AS_RECORDED, _known, replay, replay_as_recorded
 from contextkit.session import Call, Session, Usage
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
 from contextkit.strategies.config import strategy_from_spec
@@ -200,6 +202,30 @@ def test_a_harness_compaction_does_not_feed_its_summary_back() -> None:
     assert _texts(views[3].messages) == _texts([u1, a1, u2, u3, a3, u4])
     assert all("continued from a previous" not in json.dumps(to_payload(v)) for v in views)
     assert len(result.requests) == 4
+
+
+def test_after_a_harness_compaction_content_is_known_by_its_json() -> None:
+    """The messages after the summary that the tape already holds are skipped, as equal copies
+    (a reader parses every request anew) as well as the same objects; a message that differs
+    from a tape message only where its signature does not look (an extra field, another block
+    after the same first one) is new content."""
+    use = ToolUseBlock(id="t1", name="Read", input={"path": "a.py"})
+    result = ToolResultBlock(tool_use_id="t1", content="print(1)")
+    tape = (
+        user("task"),
+        Message(role="assistant", content=(use,)),
+        Message(role="user", content=(result,)),
+    )
+    summary = user("This session is being continued from a previous conversation.")
+    copies = tuple(m.model_copy(deep=True) for m in tape[1:])
+    assert all(a is not b for a, b in zip(copies, tape[1:], strict=True))
+    assert _known((summary, *copies, user("next")), tape) == 3
+    marked = result.model_copy(update={"is_error": True})  # same id: same signature
+    assert _known((summary, Message(role="user", content=(marked,))), tape) == 1
+    longer = Message(role="assistant", content=(use, TextBlock(text="and more")))
+    assert _known((summary, longer), tape) == 1
+    assert _known((summary,), tape) == 1
+    assert _known((summary, user("task")), tape) == 2
 
 
 def test_side_threads_are_kept_apart() -> None:

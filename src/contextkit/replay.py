@@ -255,16 +255,52 @@ class _Walker:
 
 def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
     """After a harness compaction: how many leading messages are the harness's artefacts or
-    content the tape already holds (the summary first, then anything already seen)."""
-    seen = set(map(_key, tape))
+    content the tape already holds (the summary first, then anything already seen: a message
+    whose JSON is that of a tape message). Only tape messages of the same signature (implied by
+    equal JSON) are serialised: not the whole tape, whose tool results dominate."""
+    by_signature: dict[object, list[Message]] = {}
+    for message in tape:
+        by_signature.setdefault(_signature(message), []).append(message)
     skip = 1  # the summary the harness wrote
-    while skip < len(messages) and _key(messages[skip]) in seen:
+    while skip < len(messages) and _seen(messages[skip], by_signature):
         skip += 1
     return min(skip, len(messages))
 
 
+def _seen(message: Message, by_signature: dict[object, list[Message]]) -> bool:
+    alike = by_signature.get(_signature(message))
+    if not alike:
+        return False
+    key = _key(message)
+    return any(_key(m) == key for m in alike)
+
+
 def _key(message: Message) -> str:
     return message.model_dump_json()
+
+
+_IDENTIFYING = {
+    "text": "text",
+    "tool_use": "id",
+    "tool_result": "tool_use_id",
+    "thinking": "signature",
+}
+"""Per block type, a field that identifies a block well (ids are unique per call)."""
+
+
+def _signature(message: Message) -> object:
+    """A cheap key that equal JSON (:func:`_key`) implies: the role, and per block its type and
+    identifying field (the same whatever the block's class: read by the ``type`` it writes)."""
+    content = message.content
+    if isinstance(content, str):
+        return (message.role, content)
+    blocks = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        field_name = _IDENTIFYING.get(kind) if isinstance(kind, str) else None
+        value = getattr(block, field_name, None) if field_name else None
+        blocks.append((kind, value if isinstance(value, str) else None))  # always hashable
+    return (message.role, tuple(blocks))
 
 
 def _with_head(view: Conversation, request: Conversation, new: tuple[Message, ...]) -> Conversation:
