@@ -466,3 +466,25 @@ def test_shared_messages_by_identity_and_equality() -> None:
     assert _shared_messages((twin, b), (a, b, c)) == 2  # equal and the last one shared
     assert _shared_messages((twin, d), (a, b, c)) == 0  # otherwise by identity
     assert _shared_messages((), (a,)) == 0
+
+
+def test_blocks_with_extra_fields_key_by_their_whole_content() -> None:
+    """A text or tool_use block with extra fields (Claude Code writes a "caller" on every
+    tool_use) keys by its fields and extras: an equal copy reads what the first wrote, a changed
+    extra is new content (its prefix is written again from there on)."""
+    use = ToolUseBlock(id="t1", name="Read", input={"path": "a.py"}, caller={"type": "direct"})
+    note = TextBlock.model_validate({"type": "text", "text": words(40, "n"), "citations": None})
+    first = conv(user(U1), assistant(note, use), user(marked(U2)))
+    again = conv(
+        user(U1),
+        assistant(note.model_copy(deep=True), use.model_copy(deep=True)),
+        user(marked(U2)),
+    )
+    other = use.model_copy(update={"caller": {"type": "code_execution"}})
+    changed = conv(user(U1), assistant(note, other), user(marked(U2)))
+    got = run([(first, 0.0), (again, 10.0), (changed, 20.0)])
+    tool_use = len(("Read " + '{"path":"a.py"}').split())
+    written = 2000 + 100 + 40 + tool_use + 30
+    assert got[0] == usage(w5=written)
+    assert got[1] == usage(r=written)
+    assert got[2] == usage(r=2000, w5=written - 2000)  # system read, the messages written again

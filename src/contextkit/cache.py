@@ -269,6 +269,15 @@ def _digest(block: Block | Tool, form: str, extra: dict[str, object] | None) -> 
         if form == "thinking":
             thinking = cast(ThinkingBlock, block)
             return hash(("thinking", thinking.thinking, thinking.signature))
+    elif form in ("text", "tool_use"):
+        # Blocks with other extras (Claude Code writes a "caller" on every tool_use): every field
+        # of these two classes is always set, so their JSON is those fields and the extras; the
+        # digest equal for equal blocks, without serialising them (tagged: no clash with the above).
+        rest = repr({k: v for k, v in extra.items() if k != "cache_control"})
+        if form == "text":
+            return hash(("text+extra", cast(TextBlock, block).text, rest))
+        use = cast(ToolUseBlock, block)
+        return hash(("tool_use+extra", use.id, use.name, repr(use.input), rest))
     return hash(block.model_dump_json(exclude={"cache_control"}, exclude_unset=True))
 
 
