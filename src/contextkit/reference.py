@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from genai_prices import data_snapshot
@@ -56,8 +57,10 @@ def normalise_model(model: str) -> str:
     return re.sub(r"(?<=\d)\.(?=\d)", "-", name) if name.startswith("claude") else name
 
 
+@lru_cache(maxsize=1024)
 def parse_claude(model: str | None) -> ClaudeModel | None:
-    """The tier and version of a Claude model id, or None when it is not one."""
+    """The tier and version of a Claude model id, or None when it is not one (remembered per id:
+    a strategy's trigger counts the view, hidden tool prompt included, at every call)."""
     if not model:
         return None
     name = normalise_model(model)
