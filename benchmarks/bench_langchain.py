@@ -207,10 +207,12 @@ def _contextkit_window() -> _Outcome:
 def _line(name: str, outcome: _Outcome) -> str:
     median_ms = statistics.median(outcome.seconds) * 1e3
     codes = ", ".join(f"{c} x{n}" for c, n in outcome.invalid.most_common()) or "none"
+    most = max(outcome.kept_tokens) - BUDGET
+    overshoot = f" (by up to {most:,} tokens)" if outcome.over_budget else ""
     return (
         f"  {name:<44} {median_ms:6.2f} ms/call (median); {outcome.invalid_calls:3d} of 300 "
-        f"calls would be refused ({codes}); {outcome.over_budget} over the budget (by up to "
-        f"{max(outcome.kept_tokens) - BUDGET:,} tokens); {outcome.empty} with no message left"
+        f"calls would be refused ({codes}); {outcome.over_budget} over the budget{overshoot}; "
+        f"{outcome.empty} with no message left"
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -420,14 +421,22 @@ def test_replay_json_shape(session_file: Path) -> None:
     assert isinstance(out["recorded_cost_usd"], float)
 
 
-def test_replay_table_shows_whole_numbers_when_not_a_terminal(
-    session_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def pipe_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consoles as the command line builds them when its output is a pipe (whatever the
+    terminal or ``COLUMNS`` of the test run)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console, err_console = cli_app._console(), cli_app._console(stderr=True)
+    for module in (cli_app, cli_replay, cli_main):
+        if hasattr(module, "console"):
+            monkeypatch.setattr(module, "console", console)
+        monkeypatch.setattr(module, "err_console", err_console)
+
+
+@pytest.mark.usefixtures("pipe_console")
+def test_replay_table_shows_whole_numbers_when_not_a_terminal(session_file: Path) -> None:
     """Output to a pipe or a log is not cut to 80 columns ("14,77…"): every figure of the
     summary appears in full, as in the JSON."""
-    monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(cli_app, "console", cli_app._console())
-    monkeypatch.setattr(cli_replay, "console", cli_app.console)
     out = _run("replay", str(session_file), "-s", "sliding-window").stdout
     summary = json.loads(_run("replay", str(session_file), "-s", "sliding-window", "--json").stdout)
     assert "…" not in out
@@ -437,6 +446,7 @@ def test_replay_table_shows_whole_numbers_when_not_a_terminal(
     assert f"{figures['recall']:.3f}" in out
 
 
+@pytest.mark.usefixtures("pipe_console")
 def test_compare_table_names_sessions_below_their_common_folder(
     session_file: Path, tmp_path: Path
 ) -> None:
@@ -449,12 +459,32 @@ def test_compare_table_names_sessions_below_their_common_folder(
     assert cli_replay._common_folder(["/a/b/x.jsonl"]) == ""  # one session: its whole path
 
 
+@pytest.mark.usefixtures("pipe_console")
 def test_cli_warnings_are_one_line_of_text(capsys: pytest.CaptureFixture[str]) -> None:
-    """The command line shows a warning's text, not the source line that raised it."""
-    cli_main._show_warning(UserWarning("no price [models.x]"), UserWarning, "f.py", 1)
+    """The command line shows a warning's text on one line (however long: price warnings run
+    to some 280 characters), not the source line that raised it."""
+    long = "no price known " + "x" * 300 + " [models.x]"
+    cli_main._show_warning(UserWarning(long), UserWarning, "f.py", 1)
     err = capsys.readouterr().err
-    assert "warning: no price [models.x]" in err
-    assert "f.py" not in err
+    assert err == f"warning: {long}\n"
+
+
+@pytest.mark.usefixtures("pipe_console")
+def test_the_command_line_installs_its_warning_display(
+    session_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unpriced = session_file.with_name("unpriced.jsonl")
+    unpriced.write_text(session_file.read_text().replace(MODEL, "mystery-model-41"))
+    monkeypatch.setattr(sys, "argv", ["contextkit", "replay", str(unpriced), "-s", "none"])
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # restored after
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # the suite turns warnings into errors
+        with pytest.raises(SystemExit) as done:
+            cli_main.main()
+    assert done.value.code in (0, None)
+    err = capsys.readouterr().err
+    assert "warning: no price known for model 'mystery-model-41'" in err
+    assert "UnknownPriceWarning" not in err  # not Python's display (file:line: Category: ...)
 
 
 def test_replay_as_recorded_json_is_the_recorded_bill(session_file: Path) -> None:

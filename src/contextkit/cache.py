@@ -271,8 +271,9 @@ def _digest(block: Block | Tool, form: str, extra: dict[str, object] | None) -> 
             return hash(("thinking", thinking.thinking, thinking.signature))
     elif form in ("text", "tool_use"):
         # Blocks with other extras (Claude Code writes a "caller" on every tool_use): every field
-        # of these two classes is always set, so their JSON is those fields and the extras; the
-        # digest equal for equal blocks, without serialising them (tagged: no clash with the above).
+        # of these two base classes is always set, so their JSON is those fields and the extras
+        # (a subclass is digested by its base's fields, as in the fast path above); a digest
+        # equal for equal blocks, without serialising them (tagged: no clash with the above).
         rest = repr({k: v for k, v in extra.items() if k != "cache_control"})
         if form == "text":
             return hash(("text+extra", cast(TextBlock, block).text, rest))
@@ -844,7 +845,8 @@ def _equal_prefix(old: tuple[Message, ...], new: tuple[Message, ...], n: int) ->
         # The usual call, the history grew: ``<=`` walks both tuples in C as ``==`` does and,
         # all of ``old`` equal, decides by the sizes (True). At the first pair that differs it
         # orders the two messages, which they do not support (TypeError): not a prefix. A slice
-        # of ``new`` would copy the whole history at every call.
+        # of ``new`` would copy the whole history at every call. (A message's ``==`` never
+        # raises: pydantic compares fields.)
         try:
             return old <= new
         except TypeError:

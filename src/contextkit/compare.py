@@ -12,6 +12,7 @@ one machine, run the same function under Dask or Ray; contextkit ships no schedu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -153,8 +154,17 @@ def _map(
         yield from (compare_file(n, specs, lenient, model) for n in names)
         return
     n = len(names)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # Workers show warnings as this process does (the command line prints them as text; a
+    # worker started by spawn or forkserver would otherwise use Python's default display).
+    display = (warnings.showwarning,)
+    with ProcessPoolExecutor(
+        max_workers=jobs, initializer=_show_warnings_by, initargs=display
+    ) as pool:
         yield from pool.map(compare_file, names, [tuple(specs)] * n, [lenient] * n, [model] * n)
+
+
+def _show_warnings_by(show: Callable[..., None]) -> None:
+    warnings.showwarning = show
 
 
 def _cell(summary: dict[str, Any]) -> str:

@@ -534,7 +534,8 @@ def score_sets(
     view_system: str,
 ) -> CallRecall:
     """:func:`score_facts` on the sets themselves (no :class:`Held` to build per call). A view
-    holding the tape's own fact set and system text keeps every needed fact."""
+    holding the tape's own fact set and system text keeps every needed fact. ``tape_facts`` is
+    a ``set`` (not a frozenset): its intersection with ``facts`` is grown in place."""
     needed = _needed(facts, tape_facts & facts, tape_system)
     if view_facts is tape_facts and view_system == tape_system:
         return _all_kept(len(needed))

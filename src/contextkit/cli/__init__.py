@@ -32,7 +32,8 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """A warning for people: its text on stderr, not the source line that raised it."""
-    err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, markup=True)
+    text = f"[yellow]warning:[/] {escape(str(message))}"
+    err_console.print(text, highlight=False, markup=True, soft_wrap=True)  # one line, unwrapped
 
 
 def main() -> None:
