@@ -246,11 +246,11 @@ def _plain_of_class(cls: type) -> Callable[[Any], str | None]:
         return _none
     if issubclass(cls, DocumentBlock):
         return _document_text
-    return block_text
+    return _text_of_class(cls)  # as block_text reads it, without a second table look-up
 
 
 def _plain_result_text(block: ToolResultBlock) -> str:
-    return block.content if isinstance(block.content, str) else block_text(block)
+    return block.content if isinstance(block.content, str) else _tool_result_text(block)
 
 
 def _none(block: Block) -> None:
