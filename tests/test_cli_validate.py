@@ -18,7 +18,7 @@ from contextkit.cli import app
 from contextkit.cli.validate import check_file
 from contextkit.formats import load
 from contextkit.invariants import repair, rules_for, validate
-from corpus_paths import corpus_files
+from corpus_paths import PENDING_READERS, corpus_files, readable_corpus_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
 CLEAN = FIXTURES / "clean.jsonl"
@@ -209,8 +209,17 @@ def test_corrupted_files_never_crash(
 # the recorded corpus (fails, not skips, when $CONTEXTKIT_CORPUS is set and readers are missing)
 
 
-def test_corpus_every_file_reads_leniently_and_validates(corpus: Path) -> None:
-    files = corpus_files(corpus)
+def test_corpus_file_reads_leniently_and_validates(corpus: Path, corpus_file: Path) -> None:
+    """Every corpus file, one test each (files without a reader yet: strict xfail, issue 18)."""
+    code, doc = run_json("--lenient", corpus_file)
+    (entry,) = doc["files"]
+    assert "error" not in entry, entry["error"]
+    assert code in (0, 1)
+    assert entry["calls"] > 0
+
+
+def test_corpus_every_readable_file_reads_in_one_run(corpus: Path) -> None:
+    files = readable_corpus_files(corpus)
     assert files, f"no session files under {corpus}"
     code, doc = run_json("--lenient", *files)
     unreadable = {f["path"]: f["error"] for f in doc["files"] if "error" in f}
@@ -219,11 +228,19 @@ def test_corpus_every_file_reads_leniently_and_validates(corpus: Path) -> None:
     assert all(f["calls"] > 0 for f in doc["files"]), [f["path"] for f in doc["files"]]
 
 
+def test_corpus_pending_readers_name_files_that_exist(corpus: Path) -> None:
+    """A stale entry of the pending table would leave a file out of the corpus loops unseen."""
+    assert PENDING_READERS
+    for name in PENDING_READERS:
+        assert (corpus / name).is_file(), name
+    assert len(corpus_files(corpus)) - len(readable_corpus_files(corpus)) == len(PENDING_READERS)
+
+
 def test_corpus_exact_requests_that_got_a_response_are_valid(corpus: Path) -> None:
     """A request the provider answered was accepted: validate must not flag it (no false alarm)."""
     rules = rules_for("anthropic")
     checked = 0
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         report = check_file(path, lenient=True, rules=rules)
         assert report.error is None, report.error
         loaded = load(path, lenient=True)
@@ -238,7 +255,7 @@ def test_corpus_exact_requests_that_got_a_response_are_valid(corpus: Path) -> No
 
 
 def test_corpus_every_request_repairs_to_valid(corpus: Path) -> None:
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         loaded = load(path, lenient=True)
         for session in loaded.sessions:
             for call in session.calls:

@@ -29,7 +29,7 @@ from contextkit.replay import replay
 from contextkit.strategies.base import CallFacts, Compacted
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.testing import FixedCounter
-from corpus_paths import corpus_files
+from corpus_paths import readable_corpus_files
 
 
 def test_extract_facts_finds_each_kind() -> None:
@@ -210,7 +210,7 @@ def test_extract_facts_edge_cases_match_the_reference(text: str) -> None:
 @pytest.mark.corpus
 def test_every_corpus_message_matches_the_reference(corpus: Path) -> None:
     checked = 0
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         for session in load(path, lenient=True).sessions:
             index = FactIndex()
             for call in session.calls:
@@ -242,7 +242,7 @@ def test_an_index_of_wanted_facts_holds_exactly_those(
 def test_wanted_facts_of_every_corpus_session(corpus: Path) -> None:
     """Each corpus session indexed for the facts its responses use, as a replay indexes it."""
     checked = 0
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         for session in load(path, lenient=True).sessions:
             wanted = wanted_facts(c.response for c in session.calls)
             index = FactIndex(wanted=wanted)
@@ -330,7 +330,7 @@ def test_wanted_index_answers_as_a_fresh_index_over_every_corpus_session(corpus:
     """Every corpus session replayed as replay indexes it: the responses pre-filled index and a
     fresh wanted index (checked against the reference above) give every message the same facts."""
     checked = 0
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         for session in load(path, lenient=True).sessions:
             responses = [c.response for c in session.calls]
             index = wanted_index(responses)

@@ -50,7 +50,7 @@ from contextkit.tokens import (
     counter_for_model,
     get_counter,
 )
-from corpus_paths import corpus_files
+from corpus_paths import readable_corpus_files
 
 REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-4-20250514",
@@ -411,7 +411,7 @@ def test_priming_the_counting_endpoint_asks_nothing(server: CountingServer) -> N
 
 
 def test_priming_every_corpus_session_changes_no_count(corpus: Path) -> None:
-    for path in corpus_files(corpus):
+    for path in readable_corpus_files(corpus):
         for session in load(path, lenient=True).sessions:
             requests = [c.request for c in session.calls]
             responses = [c.response for c in session.calls]
