@@ -1,6 +1,7 @@
 """Pricing a session costs a small multiple of one pass of the tokenizer over its unique text.
 
-A seeded 300-call session (``contextkit.examples``) is priced with a fresh tiktoken counter: the
+A seeded 300-call session (``contextkit.session.examples``) is priced with a fresh tiktoken
+counter: the
 counter memoises per block and the cache simulator reuses the previous request's flattened prefix,
 so pricing is linear in the unique text. Beside it, a naive re-count of the full array before every
 call shows the quadratic cost avoided. Timings are ratios within one run (best of interleaved
@@ -20,10 +21,10 @@ from collections.abc import Iterator
 import pytest
 
 from contextkit.accounting import Ledger, price_session
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.messages import Block, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
 from contextkit.session import Session
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
 from timing import best_of, interleaved, plain_count, require_benchmark_run
 

@@ -10,7 +10,7 @@ unless the ``bench-extra`` group is installed::
 - ``trim_messages`` at every call of a 300-call session, against :class:`SlidingWindow` with the
   same budget and the same kind of count (characters / 4 plus 3 per message): the time per call,
   and whether what each keeps is still a request the provider accepts. LangChain's output is
-  mapped back to the blocks it came from and checked with :func:`contextkit.invariants.validate`
+  mapped back to the blocks it came from and checked with :func:`contextkit.messages.validate`
   (a ``tool_result`` whose ``tool_use`` was trimmed away, a history that starts with the
   assistant, ... make the next call fail with HTTP 400).
 
@@ -30,7 +30,6 @@ from typing import Any
 import pytest
 
 from bench_replay import count_every_request, synthetic
-from contextkit.invariants import validate
 from contextkit.messages import (
     Block,
     Conversation,
@@ -38,8 +37,9 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    validate,
 )
-from contextkit.recall import message_text, system_text
+from contextkit.replay._recall import message_text, system_text
 from contextkit.strategies import CallFacts, SlidingWindow
 from contextkit.strategies._structure import last_turn_start
 from contextkit.tokens import ApproxCounter, block_text

@@ -1,6 +1,7 @@
 """What a replay costs against the floor: tokenising the session's unique text once.
 
-Seeded synthetic sessions (``contextkit.examples``) of 50, 500 and 5,000 calls, and the largest
+Seeded synthetic sessions (``contextkit.session.examples``) of 50, 500 and 5,000 calls, and the
+largest
 sessions of the recorded corpus (when ``$CONTEXTKIT_CORPUS`` is set), are timed for:
 
 - counting: tiktoken over the unique text once (the floor); contextkit's memoised counting of
@@ -30,12 +31,12 @@ from typing import Any
 
 import pytest
 
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
 from contextkit.replay import Replay, replay
 from contextkit.session import Session
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies.base import CallFacts
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text

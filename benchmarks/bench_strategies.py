@@ -16,8 +16,8 @@ from collections.abc import Callable
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.messages import Conversation
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import (
     AnthropicClearToolUses,
     CacheAwareGate,

@@ -47,8 +47,8 @@ import numpy as np
 
 from contextkit.accounting import price_session
 from contextkit.cache import TTL_1H_S, TTL_5M_S, AnthropicCache
-from contextkit.examples import ExampleSpec, generate_session
-from contextkit.reference import min_cacheable_tokens
+from contextkit.session.examples import ExampleSpec, generate_session
+from contextkit.models import min_cacheable_tokens
 from contextkit.tokens import counter_for_model
 
 session = generate_session(ExampleSpec())  # seed 7: the same session on every machine
@@ -142,7 +142,7 @@ STRATEGIES_COMPARED: list[Cell] = [
     md("""
 # 2. Strategies compared
 
-A strategy decides what stays in the array. `contextkit.compare.run_strategy(session, spec)`
+A strategy decides what stays in the array. `contextkit.replay._compare.run_strategy(session, spec)`
 replays a session call by call: at each call the view is the previous view plus what the
 recording appended, shaped by the strategy; every view is priced with the cache simulator and
 scored on **recall** (the share of facts later responses used that the view still held).
@@ -159,12 +159,12 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from contextkit.compare import SESSION_SUFFIXES, run_strategy
+from contextkit.replay import SESSION_SUFFIXES, run_strategy
 from contextkit.demo import demo_spec, pick_best
 from contextkit.errors import ContextkitError
-from contextkit.examples import generate_session
+from contextkit.session.examples import generate_session
 from contextkit.formats import load
-from contextkit.plots import plot_context, plot_cumulative_cost
+from contextkit.accounting.plots import plot_context, plot_cumulative_cost
 from contextkit.strategies import PRESETS
 from contextkit.tokens import counter_for_model
 
@@ -266,7 +266,7 @@ COST_PER_TICKET: list[Cell] = [
     md("""
 # 3. Cost per ticket, and what-ifs
 
-A *ticket* is one unit of work: a session with its subagents. `contextkit.estimate` prices
+A *ticket* is one unit of work: a session with its subagents. `contextkit.estimate._core` prices
 tickets call by call with the cache simulator and splits each dollar two ways: by **content**
 (fixed prefix, re-sent history, new input, output) and by **billing class** (uncached input,
 cache writes, cache reads, output). A what-if (`Change`) edits the requests (more tools, a longer
@@ -280,12 +280,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from contextkit.estimate import Change, Ticket, price_tickets
-from contextkit.estimate_fit import fit_profile
-from contextkit.estimate_profile import dump_profile, with_cache
-from contextkit.estimate_report import WhatIfs, estimate_from_profile
-from contextkit.estimate_requests import synthetic_tools
-from contextkit.estimate_table import breakdown, summary
-from contextkit.examples import ExampleSpec, generate_session
+from contextkit.estimate import fit_profile
+from contextkit.estimate import dump_profile, with_cache
+from contextkit.estimate import WhatIfs, estimate_from_profile
+from contextkit.estimate import synthetic_tools
+from contextkit.estimate import breakdown, summary
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.tokens import counter_for_model
 
 session = generate_session(ExampleSpec())

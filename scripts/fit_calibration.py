@@ -17,7 +17,7 @@ exists its reader is used; otherwise this script reads the trace itself (request
 events).
 
 Claude Code files hold no system prompt and no tools: their sessions calibrate through the growth
-between consecutive calls (``contextkit.calibration.session_pairs`` says which pairs count).
+between consecutive calls (``contextkit.tokens.session_pairs`` says which pairs count).
 """
 
 from __future__ import annotations
@@ -35,7 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from contextkit.calibration import (
+from contextkit.errors import ContextkitError
+from contextkit.formats import load
+from contextkit.messages import parse_conversation
+from contextkit.session import Call, Session, Usage
+from contextkit.tokens import (
     Calibration,
     CalibrationSample,
     FamilyCalibration,
@@ -52,10 +56,6 @@ from contextkit.calibration import (
     session_pairs,
     session_samples,
 )
-from contextkit.errors import ContextkitError
-from contextkit.formats import load
-from contextkit.messages import parse_conversation
-from contextkit.session import Call, Session, Usage
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "src" / "contextkit" / "data" / "calibration.json"

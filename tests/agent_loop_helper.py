@@ -14,8 +14,8 @@ from typing import Any
 
 import anthropic
 
-from contextkit.anthropic import WrappedClient, wrap
 from contextkit.engine import ContextEngine
+from contextkit.engine.anthropic import WrappedClient, wrap
 from contextkit.strategies.base import Strategy
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.tokens import ApproxCounter

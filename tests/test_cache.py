@@ -12,16 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextkit._replay_marks import place_marks
 from contextkit.cache import (
     AnthropicCache,
     CacheSimulator,
     OpenAICache,
     PrefixPart,
-    _shared_messages,
     simulate_cache,
     strip_prior_thinking,
 )
+from contextkit.cache._prefix import _shared_messages
 from contextkit.messages import (
     Block,
     Conversation,
@@ -31,6 +30,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from contextkit.replay import place_marks
 from contextkit.session import Usage
 from contextkit.testing import FixedCounter
 from contextkit.testing.strategies import valid_conversations

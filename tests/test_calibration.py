@@ -11,13 +11,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from contextkit.calibration import (
-    NEW_TOKENIZER_RATIO,
-    PRIORS,
+from contextkit.errors import ConfigError
+from contextkit.tokens import (
     Calibration,
     CalibrationSample,
     SessionSamples,
     anchored_errors,
+    counter_for_model,
     default_calibration,
     distinct,
     family_of,
@@ -28,8 +28,7 @@ from contextkit.calibration import (
     save_calibration,
     session_pairs,
 )
-from contextkit.errors import ConfigError
-from contextkit.tokens import counter_for_model
+from contextkit.tokens._calibration import NEW_TOKENIZER_RATIO, PRIORS
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fit_calibration.py"
 TRACE = Path("claude-trace-lemmy") / "test-traffic-part1.jsonl"

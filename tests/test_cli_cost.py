@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.estimate_profile import load_profile
+from contextkit.estimate import load_profile
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "examples"
 runner = CliRunner()

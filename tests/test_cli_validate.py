@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from contextkit.cli import app
 from contextkit.cli.validate import check_file
 from contextkit.formats import load
-from contextkit.invariants import repair, rules_for, validate
+from contextkit.messages import repair, rules_for, validate
 from corpus_paths import PENDING_READERS, corpus_files, readable_corpus_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"

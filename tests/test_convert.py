@@ -11,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from contextkit.cli import app, main
-from contextkit.convert import (
+from contextkit.formats import load
+from contextkit.formats.anthropic import from_anthropic_request
+from contextkit.formats.convert import (
     ConversionError,
     ConversionWarning,
     Target,
@@ -19,8 +21,6 @@ from contextkit.convert import (
     from_format,
     to_format,
 )
-from contextkit.formats import load
-from contextkit.formats.anthropic import from_anthropic_request
 
 ANTHROPIC: dict[str, Any] = {
     "model": "claude-sonnet-4-5",

@@ -25,12 +25,10 @@ import pytest
 
 from contextkit.accounting import default_cache, price_session
 from contextkit.cache import AnthropicCache
-from contextkit.compare import find_session_files
 from contextkit.formats import load
-from contextkit.invariants import validate
-from contextkit.messages import Conversation, Message
+from contextkit.messages import Conversation, Message, validate
 from contextkit.pricing import UnknownPriceWarning, lookup_price
-from contextkit.replay import Replay, replay, replay_as_recorded
+from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
 from contextkit.session import Session
 from contextkit.strategies.config import PRESETS, strategy_from_spec
 from contextkit.tokens import TokenCounter, counter_for_model

@@ -14,19 +14,22 @@ from typing import Any
 
 import pytest
 
-from contextkit.checkpoint import CheckpointError, CheckpointWriter, EngineState, read_checkpoint
 from contextkit.engine import (
     FINAL_STOPS,
     INCOMPLETE_STOPS,
     MAX_BREAKPOINTS,
+    CheckpointError,
+    CheckpointWriter,
     ContextEngine,
+    EngineState,
     count_breakpoints,
     place_breakpoints,
+    read_checkpoint,
     verdict,
 )
 from contextkit.errors import ContextkitError
-from contextkit.invariants import INTERRUPTED_TEXT, validate
 from contextkit.messages import (
+    INTERRUPTED_TEXT,
     Conversation,
     Message,
     RedactedThinkingBlock,
@@ -35,6 +38,7 @@ from contextkit.messages import (
     Tool,
     ToolResultBlock,
     to_payload,
+    validate,
 )
 from contextkit.session import Usage
 from contextkit.strategies.base import CallFacts, Compacted

@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 
 from contextkit.accounting import price_session
-from contextkit.estimate import Change, Ticket, collect_tickets, price_tickets, strategy_tables
-from contextkit.estimate_requests import Editor, padding_text, synthetic_tools
-from contextkit.examples import ExampleSpec, generate_session
+from contextkit.estimate import (
+    Change,
+    Ticket,
+    collect_tickets,
+    price_tickets,
+    strategy_tables,
+    synthetic_tools,
+)
+from contextkit.estimate._requests import Editor, padding_text
 from contextkit.pricing import PER_MILLION, lookup_price
 from contextkit.session import Session
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.tokens import counter_for_model
 
 

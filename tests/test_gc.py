@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from contextkit._gc import no_cycle_collection
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.messages import Conversation
 from contextkit.replay import replay
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies.base import CallFacts, Compacted
 from contextkit.tokens import ApproxCounter
 

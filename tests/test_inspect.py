@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import contextkit.cli.inspect as inspect_cli
+from contextkit.accounting import inspect_session, split_user_text
 from contextkit.cache import AnthropicCache
-from contextkit.cli._app import app
-from contextkit.inspect import inspect_session, split_user_text
+from contextkit.cli import app
 from contextkit.messages import (
     Conversation,
     Message,

@@ -7,24 +7,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextkit.errors import ConfigError
-from contextkit.invariants import (
+from contextkit.messages import (
     CODES,
     FAILED_TEXT,
     INTERRUPTED_TEXT,
     PLACEHOLDER_USER_TEXT,
     Code,
-    Rules,
-    repair,
-    validate,
-)
-from contextkit.messages import (
     Conversation,
     Message,
     RedactedThinkingBlock,
+    Rules,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    repair,
     to_payload,
+    validate,
 )
 from contextkit.testing import (
     FixedCounter,

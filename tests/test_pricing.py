@@ -10,6 +10,15 @@ from pathlib import Path
 import pytest
 
 from contextkit.errors import ConfigError
+from contextkit.models import (
+    context_window,
+    image_tokens,
+    min_cacheable_tokens,
+    openai_cached_discount,
+    openai_cached_tokens,
+    parse_claude,
+    tool_use_overhead,
+)
 from contextkit.pricing import (
     UNKNOWN_COST,
     ModelPrice,
@@ -20,15 +29,6 @@ from contextkit.pricing import (
     lookup_price,
     price_or_warn,
     use_price_overrides,
-)
-from contextkit.reference import (
-    context_window,
-    image_tokens,
-    min_cacheable_tokens,
-    openai_cached_discount,
-    openai_cached_tokens,
-    parse_claude,
-    tool_use_overhead,
 )
 from contextkit.session import Usage
 

@@ -8,14 +8,19 @@ import numpy as np
 import pytest
 
 from contextkit.errors import ConfigError
-from contextkit.estimate import Change, collect_tickets, price_tickets
-from contextkit.estimate_dist import Choice, LogNormal, Poisson, Uniform
-from contextkit.estimate_fit import fit_profile
-from contextkit.estimate_profile import (
+from contextkit.estimate import (
+    Change,
+    Choice,
+    LogNormal,
+    Poisson,
     Profile,
+    Uniform,
     closed_form,
+    collect_tickets,
     dump_profile,
+    fit_profile,
     parse_profile,
+    price_tickets,
     simulate_profile,
     with_cache,
     with_tools,
@@ -184,7 +189,7 @@ def test_toml_round_trip_and_errors(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text('[{"name": "a", "description": "look up an order", "input_schema": {}}]')
     (tmp_path / "p.toml").write_text(FIXED.replace("tools = 9", 'tools_file = "tools.json"'))
-    from contextkit.estimate_profile import load_profile  # noqa: PLC0415
+    from contextkit.estimate import load_profile  # noqa: PLC0415
 
     loaded = load_profile(tmp_path / "p.toml")
     assert loaded.tools == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -38,3 +39,54 @@ def test_ruff_format() -> None:
 def test_mypy_strict() -> None:
     result = _run(_tool("mypy"), "--strict", *TARGETS)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _lint_imports(src: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the package under ``src`` with the contracts of ``config``."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    return subprocess.run(
+        [_tool("lint-imports"), "--config", str(config), "--no-cache"],
+        cwd=src.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+
+
+LAYERS = "one package per layer: a lower layer never imports a higher one"
+NO_CIRCLES = "no import circle between the modules of a package"
+
+
+def test_layers_and_no_circles() -> None:
+    """The contracts in pyproject.toml: a lower layer never imports a higher one, and no two
+    modules of a package import each other in a circle."""
+    result = _lint_imports(ROOT / "src", ROOT / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = " ".join(result.stdout.split())
+    assert f"{LAYERS} KEPT" in out
+    assert f"{NO_CIRCLES} KEPT" in out
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # the message model reaching up to the CLI
+        ("messages/_model.py", "import contextkit.cli", LAYERS),
+        # the cache simulator importing the accountant (one layer up)
+        ("cache/_simulator.py", "import contextkit.accounting", LAYERS),
+        # two modules of one package importing each other
+        ("tokens/_text.py", "import contextkit.tokens._memo", NO_CIRCLES),
+    ],
+)
+def test_layering_contract_fails_on_a_wrong_import(
+    tmp_path: Path, module: str, line: str, broken: str
+) -> None:
+    """The same contracts on a copy of the package with one wrong import added: seen failing."""
+    shutil.copytree(ROOT / "src" / "contextkit", tmp_path / "src" / "contextkit")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "src" / "contextkit" / module
+    target.write_text(target.read_text() + f"\n{line}  # deliberately wrong\n")
+    result = _lint_imports(tmp_path / "src", tmp_path / "pyproject.toml")
+    assert result.returncode != 0, result.stdout
+    assert f"{broken} BROKEN" in " ".join(result.stdout.split())

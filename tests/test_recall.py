@@ -9,23 +9,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.formats import load
-from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from contextkit.recall import (
+from contextkit.messages import (
+    Conversation,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from contextkit.replay import (
     CallRecall,
     FactIndex,
-    Held,
     extract_facts,
-    message_text,
+    replay,
     score_call,
     score_facts,
     score_sets,
-    summarise,
     wanted_facts,
     wanted_index,
 )
-from contextkit.replay import replay
+from contextkit.replay._recall import Held, message_text, summarise
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies.base import CallFacts, Compacted
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.testing import FixedCounter

@@ -22,17 +22,8 @@ import contextkit.cli as cli_main
 from contextkit.cli import _app as cli_app
 from contextkit.cli import app
 from contextkit.cli import replay as cli_replay
-from contextkit.compare import (
-    best_saving,
-    compare,
-    compare_file,
-    find_session_files,
-    run_strategy,
-    with_default_model,
-)
 from contextkit.formats import load
 from contextkit.formats.anthropic import to_anthropic_request
-from contextkit.invariants import validate
 from contextkit.messages import (
     Conversation,
     Message,
@@ -41,9 +32,21 @@ from contextkit.messages import (
     ToolUseBlock,
     parse_conversation,
     to_payload,
+    validate,
 )
 from contextkit.pricing import ModelPrice
-from contextkit.replay import AS_RECORDED, _known, replay, replay_as_recorded
+from contextkit.replay import (
+    AS_RECORDED,
+    best_saving,
+    compare,
+    compare_file,
+    find_session_files,
+    replay,
+    replay_as_recorded,
+    run_strategy,
+    with_default_model,
+)
+from contextkit.replay._replay import _known
 from contextkit.session import Call, Session, Usage
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
 from contextkit.strategies.config import strategy_from_spec

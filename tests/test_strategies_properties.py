@@ -1,6 +1,6 @@
 """Property tests: every built-in strategy and several pipelines, on random valid conversations.
 
-For each: the result validates (``contextkit.invariants.validate``, strict rules), never holds more
+For each: the result validates (``contextkit.messages.validate``, strict rules), never holds more
 tokens than the input (memory files excepted: they add by design), keeps the system prompt, the
 memory files and the latest user message, leaves its input untouched, and is stable (applying it
 again to its own output changes nothing, and returns that very object).
@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextkit.invariants import validate
-from contextkit.messages import Conversation
+from contextkit.messages import Conversation, validate
 from contextkit.strategies import (
     AnthropicClearToolUses,
     AnthropicCompact,

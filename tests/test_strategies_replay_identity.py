@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from contextkit.examples import ExampleSpec, generate_session
 from contextkit.messages import (
     Block,
     CompactionBlock,
@@ -35,6 +34,7 @@ from contextkit.messages import (
 )
 from contextkit.replay import replay
 from contextkit.session import Session
+from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import (
     CacheAwareGate,
     CallFacts,
@@ -42,11 +42,7 @@ from contextkit.strategies import (
     SlidingWindow,
     Strategy,
 )
-from contextkit.strategies._structure import (
-    info,
-    tool_result_tokens,
-    with_blocks,
-)
+from contextkit.strategies._structure import info, tool_result_tokens, with_blocks
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.strategies.summarisers import (
     _DECISION,

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
-from contextkit.invariants import validate
 from contextkit.messages import (
     Block,
     Conversation,
@@ -26,6 +25,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    validate,
 )
 
 IMAGE_SOURCE = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}

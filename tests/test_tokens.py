@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextkit.calibration import FamilyCalibration, default_calibration
 from contextkit.formats import load
 from contextkit.messages import (
     Block,
@@ -33,23 +32,23 @@ from contextkit.messages import (
     ToolUseBlock,
     parse_conversation,
 )
-from contextkit.reference import tool_use_overhead
+from contextkit.models import tool_use_overhead
 from contextkit.testing import FixedCounter
 from contextkit.tokens import (
     AnthropicCountingCounter,
     ApproxCounter,
     CalibratedCounter,
+    FamilyCalibration,
     MemoCounter,
     TiktokenCounter,
     TokenCounter,
     TokenizerUnavailableWarning,
-    _compact_json,
-    _new_parts,
-    _plain_text,
     block_text,
     counter_for_model,
+    default_calibration,
     get_counter,
 )
+from contextkit.tokens._text import _compact_json, _new_parts, _plain_text
 from corpus_paths import readable_corpus_files
 
 REQUEST: dict[str, Any] = {

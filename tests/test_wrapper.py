@@ -1,6 +1,7 @@
 """The ``anthropic`` wrapper end to end: the real SDK against the local fake server.
 
-No part of the SDK is mocked: requests go over HTTP to ``contextkit.fake_anthropic.FakeAnthropic``,
+No part of the SDK is mocked: requests go over HTTP to
+``contextkit.testing.fake_anthropic.FakeAnthropic``,
 which rejects what the provider rejects (invariants, breakpoints, thinking edits, window).
 """
 
@@ -31,13 +32,12 @@ from agent_loop_helper import (
     run_loop,
     strategy,
 )
-from contextkit.anthropic import STREAMING_REFUSED, wrap
 from contextkit.cache import AnthropicCache
-from contextkit.checkpoint import read_checkpoint
+from contextkit.engine import read_checkpoint
+from contextkit.engine.anthropic import STREAMING_REFUSED, wrap
 from contextkit.errors import ContextkitError
-from contextkit.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
-from contextkit.invariants import INTERRUPTED_TEXT
-from contextkit.messages import Conversation, ThinkingBlock, to_payload
+from contextkit.messages import INTERRUPTED_TEXT, Conversation, ThinkingBlock, to_payload
+from contextkit.testing.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
 from contextkit.tokens import ApproxCounter
 
 HELPER = Path(__file__).with_name("agent_loop_helper.py")

@@ -1,7 +1,8 @@
 """``contextkit convert FILE --to anthropic|openai-chat|openai-responses [-o OUT] [--lenient]``.
 
 Loads any supported file (format detected), converts the request of every call with
-:func:`contextkit.convert.convert_file`, and writes JSONL: one request body per line, one line per
+:func:`contextkit.formats.convert.convert_file`, and writes JSONL: one request body per line, one
+line per
 call, in call order (subagent sessions after their parent). Output goes to ``OUT`` or stdout.
 What the target form cannot carry is reported on stderr, grouped by warning code with a count and
 the first place it happened; records a lenient read skipped are listed there too. Bad input exits
@@ -20,8 +21,8 @@ from typing import Annotated
 import typer
 
 from contextkit.cli._app import app, err_console
-from contextkit.convert import ConversionWarning, convert_file
 from contextkit.errors import ContextkitError
+from contextkit.formats.convert import ConversionWarning, convert_file
 
 
 class TargetName(StrEnum):

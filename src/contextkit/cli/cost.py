@@ -28,14 +28,16 @@ from rich.table import Table
 
 from contextkit.cli._app import app, console, console_error, print_json
 from contextkit.errors import ConfigError, ContextkitError
-from contextkit.estimate import collect_tickets
-from contextkit.estimate_fit import fit_profile
-from contextkit.estimate_profile import CacheMode, dump_profile, load_profile
-from contextkit.estimate_report import (
+from contextkit.estimate import (
+    CacheMode,
     CostReport,
     WhatIfs,
+    collect_tickets,
+    dump_profile,
     estimate_from_profile,
     estimate_recordings,
+    fit_profile,
+    load_profile,
     plot_report,
 )
 

@@ -1,6 +1,7 @@
 """``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png] [--lenient]``: where each
 session's context went and what it cost. Parses, calls
-:func:`contextkit.inspect.inspect_session` per session, prints rich tables (or one JSON document),
+:func:`contextkit.accounting.inspect_session` per session, prints rich tables (or one JSON
+document),
 and saves the plots when asked.
 
 An unknown model's cost shows as ``unknown`` (JSON null) with one warning on stderr per model.
@@ -15,10 +16,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from contextkit.accounting import PARTS, SessionReport, inspect_session, report_json
+from contextkit.accounting.plots import save_session_plots
 from contextkit.cli._app import app, console, err_console, print_json
 from contextkit.formats import load
-from contextkit.inspect import PARTS, SessionReport, inspect_session, report_json
-from contextkit.plots import save_session_plots
 from contextkit.pricing import format_cost
 
 

@@ -13,17 +13,19 @@ from rich.progress import Progress
 from rich.table import Table
 
 from contextkit.cli._app import app, console, err_console, print_json
-from contextkit.compare import (
+from contextkit.errors import ContextkitError
+from contextkit.formats import load
+from contextkit.formats.anthropic import write_requests_jsonl
+from contextkit.replay import (
+    AS_RECORDED,
+    ASSUMPTION,
+    Replay,
     compare,
     find_session_files,
     markdown_table,
     run_strategy,
     with_default_model,
 )
-from contextkit.errors import ContextkitError
-from contextkit.formats import load
-from contextkit.formats.anthropic import write_requests_jsonl
-from contextkit.replay import AS_RECORDED, ASSUMPTION, Replay
 from contextkit.strategies.config import PRESETS
 
 DEFAULT_SPECS = (AS_RECORDED, *PRESETS)
@@ -95,7 +97,7 @@ def replay_command(
     if dump_requests is not None:
         write_requests_jsonl(dump_requests, result.requests)
     if plot is not None:
-        from contextkit.replay_plots import plot_replays  # noqa: PLC0415  (matplotlib loads slowly)
+        from contextkit.replay.plots import plot_replays  # noqa: PLC0415  (matplotlib loads slowly)
 
         plot_replays([baseline, result] if baseline is not result else [result], plot)
     if as_json:
@@ -168,7 +170,7 @@ def compare_command(
     for rec in skipped_records:
         err_console.print(f"[yellow]skipped[/] {rec['path']}:{rec['line']}: {rec['reason']}")
     if plot is not None:
-        from contextkit.replay_plots import plot_cost_recall  # noqa: PLC0415  (slow import)
+        from contextkit.replay.plots import plot_cost_recall  # noqa: PLC0415  (slow import)
 
         plot_cost_recall(rows, plot)
     if as_json:

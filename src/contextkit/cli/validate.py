@@ -1,7 +1,7 @@
 """``contextkit validate FILE... [--json] [--lenient] [--rules auto|anthropic|openai|strict]``.
 
 Reads each file with :func:`contextkit.formats.load` and checks the request of every model call it
-holds against the provider's rules (:func:`contextkit.invariants.validate`).
+holds against the provider's rules (:func:`contextkit.messages.validate`).
 
 What is checked, and why only that: each call's *request*, the messages as sent (or as rebuilt from
 a transcript). The conversation after a response is the next call's request, so checking it too
@@ -11,7 +11,7 @@ call whose request carries it: each of those requests would be rejected. The tab
 folds such repeats into one row with the range of calls; ``--json`` lists every call.
 
 Rules: ``--rules auto`` (default) checks each session against the rules of the provider its model
-was served by (:func:`contextkit.invariants.rules_for_model`): a gpt-4o trajectory is not faulted
+was served by (:func:`contextkit.messages.rules_for_model`): a gpt-4o trajectory is not faulted
 for reusing a tool call id, which OpenAI accepts. ``--rules anthropic`` asks instead whether the
 history could be sent to Anthropic as is (every reader produces the canonical Anthropic shape):
 then OpenAI reasoning items (no thinking signature) and reused tool call ids are reported.
@@ -43,7 +43,7 @@ from rich.table import Table
 from contextkit.cli._app import app, console, console_error, print_json
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
-from contextkit.invariants import PROVIDER_RULES, Rules, rules_for, rules_for_model, validate
+from contextkit.messages import PROVIDER_RULES, Rules, rules_for, rules_for_model, validate
 from contextkit.session import LoadedFile, SkippedRecord
 
 

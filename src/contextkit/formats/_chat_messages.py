@@ -22,13 +22,14 @@ The mapping:
 - ``system``/``developer``/``function`` messages after the first non-system message (system
   messages mid-conversation) become user messages whose ``openai`` field records the role: the
   canonical model has no such role, and a conversion to Anthropic sends them as user text (with
-  a warning, see ``contextkit.convert``).
+  a warning, see ``contextkit.formats.convert``).
 
 Everything the canonical blocks cannot say is kept in one extra field named ``openai`` (see
 :data:`META`) on the message or block: the original role, fields unknown to the mapping (``name``,
 ``refusal``, SWE-agent's ``agent``/``thought``/``action``...), the exact ``arguments`` string,
 content that was ``null``/empty/absent, a parts list where a string would be expected. Writers for
-other formats drop this field (``contextkit.convert`` strips it and warns where it mattered).
+other formats drop this field (``contextkit.formats.convert`` strips it and warns where it
+mattered).
 """
 
 from __future__ import annotations
@@ -326,7 +327,7 @@ def to_chat_messages(system: System, messages: Sequence[Message]) -> list[dict[s
     """Canonical (system, messages) -> OpenAI chat messages; the inverse of the parser.
 
     Blocks with no chat form (thinking, documents, server tools) raise ``ValueError``: convert
-    with :func:`contextkit.convert.to_format`, which drops them with warnings.
+    with :func:`contextkit.formats.convert.to_format`, which drops them with warnings.
     """
     out = _system_messages(system)
     for index, message in enumerate(messages):

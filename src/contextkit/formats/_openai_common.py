@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from contextkit.formats._chat_messages import META, System
 from contextkit.formats._io import HEAD_BYTES, Skips, first_json_object, iter_jsonl
+from contextkit.formats._jsondoc import load_doc
 from contextkit.messages import Conversation, Message, Tool
 from contextkit.session import Call, LoadedFile, Record, Session, Usage
 
@@ -240,9 +241,6 @@ class RequestFileReader:
         return calls
 
     def _document(self, path: Path, skips: Skips) -> list[Call]:
-        # Imported here: _trajectory imports the chat mapping, which imports this module.
-        from contextkit.formats._trajectory import load_doc  # noqa: PLC0415
-
         doc = load_doc(path)
         value = doc.value
         if self.is_transcript(value):

@@ -268,7 +268,7 @@ def to_responses_items(system: System, messages: Sequence[Message]) -> list[dict
 
     A string system prompt becomes a ``system`` message item (a request body puts it in
     ``instructions`` instead, see :func:`to_responses_request`). Blocks with no Responses form
-    raise ``ValueError``; :func:`contextkit.convert.to_format` drops them with warnings.
+    raise ``ValueError``; :func:`contextkit.formats.convert.to_format` drops them with warnings.
     """
     out: list[dict[str, Any]] = []
     if isinstance(system, str):

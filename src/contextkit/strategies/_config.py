@@ -8,15 +8,13 @@ and ``&`` (see :mod:`contextkit.strategies.compose`). Unknown fields are errors,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.messages import Conversation
 from contextkit.strategies.base import CallFacts, Compacted
-
-if TYPE_CHECKING:
-    from contextkit.strategies.compose import Pipeline
 
 
 class StrategyModel(BaseModel):
@@ -26,19 +24,20 @@ class StrategyModel(BaseModel):
 
     kind: str
 
+    pipeline: ClassVar[Callable[..., StrategyModel]]
+    """What ``a >> b`` builds: :class:`~contextkit.strategies.compose.Pipeline`, set where it is
+    defined (its steps are a union of every built-in, which all derive from this class: importing
+    it here would make a circle)."""
+
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
         raise NotImplementedError  # every concrete strategy defines it
 
-    def __rshift__(self, other: Any) -> Pipeline:
-        from contextkit.strategies.compose import Pipeline  # noqa: PLC0415  (import cycle)
+    def __rshift__(self, other: Any) -> StrategyModel:
+        return self.pipeline(self, other)
 
-        return Pipeline(self, other)
-
-    def __rrshift__(self, other: Any) -> Pipeline:
+    def __rrshift__(self, other: Any) -> StrategyModel:
         # A plain function on the left: ``my_fn >> SlidingWindow()``.
-        from contextkit.strategies.compose import Pipeline  # noqa: PLC0415  (import cycle)
-
-        return Pipeline(other, self)
+        return self.pipeline(other, self)
 
 
 __all__ = ["StrategyModel"]

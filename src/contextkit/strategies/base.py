@@ -15,8 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextkit.messages import Conversation
-from contextkit.session import Usage
+from contextkit.messages import Conversation, Receipt
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 
@@ -33,25 +32,6 @@ class CallFacts(BaseModel):
     model: str | None = None
     now: datetime = Field(default_factory=lambda: datetime.now(UTC))
     call_index: int = 0
-
-
-class Receipt(BaseModel):
-    """One change a strategy made to the view."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    strategy: str
-    action: str
-    """What happened: ``evicted``, ``dropped``, ``summarised``, ``cleared_thinking``, ``prepended``,
-    ``cleared_input``, ``repaired``..."""
-    tokens_freed: int = 0
-    message_index: int | None = None
-    tool_use_id: str | None = None
-    detail: str = ""
-    usage: Usage | None = None
-    """Tokens a strategy spent itself (an LLM summary call), billed apart from the view."""
-    model: str | None = None
-    """The model that produced ``usage`` (a summariser may run on a cheaper model)."""
 
 
 class Compacted(BaseModel):

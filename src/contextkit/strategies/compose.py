@@ -212,6 +212,9 @@ class Pipeline(StrategyModel):
         return Compacted(view=current, receipts=tuple(receipts))
 
 
+StrategyModel.pipeline = Pipeline
+
+
 class When(StrategyModel):
     """Applies ``strategy`` only when ``trigger`` holds."""
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contextkit.invariants import CODES, Code
-from contextkit.messages import Conversation, Message
+from contextkit.messages import CODES, Code, Conversation, Message
 from contextkit.testing.builders import assistant, thinking, tool_result, tool_use, user
 
 

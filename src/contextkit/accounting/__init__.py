@@ -1,0 +1,42 @@
+"""The accountant: per-call ledgers priced as providers bill (cache writes, reads, TTLs), the same
+figures from recorded usage, and a session's breakdown (:func:`inspect_session`). Plots are in
+:mod:`contextkit.accounting.plots` (matplotlib, loaded on use).
+"""
+
+from __future__ import annotations
+
+from contextkit.accounting._inspect import (
+    PARTS,
+    SessionReport,
+    ToolResultCost,
+    heaviest_tool_results,
+    inspect_session,
+    report_json,
+    split_user_text,
+)
+from contextkit.accounting._ledger import (
+    CLASSES,
+    Ledger,
+    OutputSource,
+    TokenTable,
+    default_cache,
+    ledger_totals,
+    price_session,
+)
+
+__all__ = [
+    "CLASSES",
+    "PARTS",
+    "Ledger",
+    "OutputSource",
+    "SessionReport",
+    "TokenTable",
+    "ToolResultCost",
+    "default_cache",
+    "heaviest_tool_results",
+    "inspect_session",
+    "ledger_totals",
+    "price_session",
+    "report_json",
+    "split_user_text",
+]

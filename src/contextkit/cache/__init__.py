@@ -1,0 +1,39 @@
+"""The provider prompt-cache simulator: breakpoints, lookback, TTLs, minimum cacheable length,
+what invalidates what.
+"""
+
+from __future__ import annotations
+
+from contextkit.cache._config import (
+    TTL_1H_S,
+    TTL_5M_S,
+    UNTIMED_STEP_S,
+    AnthropicCache,
+    CacheConfig,
+    OpenAICache,
+    Placement,
+    PrefixPart,
+)
+from contextkit.cache._prefix import (
+    strip_prior_thinking,
+)
+from contextkit.cache._simulator import (
+    CachedCall,
+    CacheSimulator,
+    simulate_cache,
+)
+
+__all__ = [
+    "TTL_1H_S",
+    "TTL_5M_S",
+    "UNTIMED_STEP_S",
+    "AnthropicCache",
+    "CacheConfig",
+    "CacheSimulator",
+    "CachedCall",
+    "OpenAICache",
+    "Placement",
+    "PrefixPart",
+    "simulate_cache",
+    "strip_prior_thinking",
+]

@@ -1,0 +1,485 @@
+"""The engine for a live agent loop: the tape, the view, cache breakpoints, checkpoints, audit.
+
+Contract:
+
+- The **tape** is the full history, append-only: ``add`` appends, nothing edits it.
+- The **view** is what the model is sent: the previous view plus what was appended since, shaped by
+  the strategy before each call (``prepare``). Once a strategy evicts or summarises, later calls
+  keep that decision, so the cached prefix stays stable until the next edit.
+- ``prepare`` returns the request to send, with ``cache_control`` breakpoints placed where the
+  prefix stays stable (end of tools, end of system, end of the previous request, end of this one);
+  the view itself never carries them.
+- ``record`` takes the response, its usage and stop reason. Only ``end_turn`` and ``stop_sequence``
+  are final; ``tool_use`` asks for tools; ``max_tokens``, ``refusal``, ``pause_turn`` and
+  ``model_context_window_exceeded`` are flagged as not finished, never taken as an answer.
+- With a checkpoint path, the state is written atomically after each ``add`` and ``record``; a kill
+  at any moment leaves the last complete checkpoint. ``ContextEngine.resume`` repairs a dangling
+  ``tool_use`` (an interrupted tool run) and returns the repair receipts.
+- With an audit path, every request is appended exactly as sent, with the stop reason of its answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict
+
+from contextkit.engine._checkpoint import (
+    CheckpointWriter,
+    EngineState,
+    read_checkpoint,
+    write_atomic,
+)
+from contextkit.errors import ContextkitError
+from contextkit.messages import (
+    Block,
+    Conversation,
+    Message,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    Tool,
+    extends,
+    repair,
+    to_payload,
+)
+from contextkit.session import Call, Session, Usage
+from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
+from contextkit.tokens import ApproxCounter, TokenCounter
+
+FINAL_STOPS = frozenset({"end_turn", "stop_sequence"})
+INCOMPLETE_STOPS = frozenset(
+    {"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"}
+)
+EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
+
+
+class Verdict(BaseModel):
+    """What a response means for the loop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stop_reason: str | None
+    finished: bool
+    """True only for a final answer (``end_turn``, ``stop_sequence``)."""
+    needs_tools: bool
+    incomplete: bool
+    """True when the response stopped short (length, refusal, pause, full window)."""
+
+
+def verdict(stop_reason: str | None, response: Message | None = None) -> Verdict:
+    has_tools = response is not None and any(True for _ in response.tool_uses())
+    return Verdict(
+        stop_reason=stop_reason,
+        finished=stop_reason in FINAL_STOPS and not has_tools,
+        needs_tools=stop_reason == "tool_use" or has_tools,
+        incomplete=stop_reason in INCOMPLETE_STOPS or stop_reason is None,
+    )
+
+
+class Prepared(BaseModel):
+    """One call ready to send."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request: Conversation
+    """The view with cache breakpoints: send this."""
+    view: Conversation
+    receipts: tuple[Receipt, ...]
+    call_index: int
+
+
+def _identity(view: Conversation, facts: CallFacts, /) -> Compacted:
+    return Compacted(view=view)
+
+
+def _head(
+    model: str | None,
+    system: str | Sequence[Block] | None,
+    tools: Sequence[Tool],
+    params: Mapping[str, Any] | None,
+) -> Conversation:
+    """A request without messages: only the fields given are set (``to_payload`` writes those)."""
+    head: dict[str, Any] = dict(params or {})
+    if model is not None:
+        head["model"] = model
+    if system is not None:
+        head["system"] = system if isinstance(system, str) else tuple(system)
+    if tools:
+        head["tools"] = tuple(tools)
+    return Conversation.model_validate(head)
+
+
+class ContextEngine:
+    """Holds tape and view for one agent; see the module docstring for the contract."""
+
+    def __init__(
+        self,
+        strategy: Strategy | None = None,
+        *,
+        model: str | None = None,
+        system: str | Sequence[Block] | None = None,
+        tools: Sequence[Tool] = (),
+        params: Mapping[str, Any] | None = None,
+        counter: TokenCounter | None = None,
+        budget_tokens: int = 150_000,
+        context_window: int = 200_000,
+        clock: Callable[[], datetime] | None = None,
+        checkpoint_path: str | Path | None = None,
+        checkpoint_fsync: bool = True,
+        audit_path: str | Path | None = None,
+        cache_breakpoints: bool = True,
+    ) -> None:
+        self.strategy: Strategy = _identity if strategy is None else strategy
+        self.counter = counter or ApproxCounter()
+        self.budget_tokens = budget_tokens
+        self.context_window = context_window
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.audit_path = Path(audit_path) if audit_path else None
+        self.cache_breakpoints = cache_breakpoints
+        self._writer: CheckpointWriter | None = None
+        if checkpoint_path:
+            self._writer = CheckpointWriter(checkpoint_path, fsync=checkpoint_fsync)
+        self._view = _head(model, system, tools, params)
+        self._tape: tuple[Message, ...] = ()
+        self._calls: list[Call] = []
+        self._receipts: list[Receipt] = []
+        self._pending: Prepared | None = None
+        self._last_request_end: Message | None = None
+        self._marks = BreakpointTally()
+        self._facts: CallFacts | None = None
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return self._writer.path if self._writer else None
+
+    @property
+    def tape(self) -> tuple[Message, ...]:
+        return self._tape
+
+    @property
+    def view(self) -> Conversation:
+        return self._view
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        return tuple(self._calls)
+
+    @property
+    def receipts(self) -> tuple[Receipt, ...]:
+        """Every change the strategy (or a repair, or a reset) made, in order."""
+        return tuple(self._receipts)
+
+    def session(self) -> Session:
+        """The calls made so far as a :class:`Session` (price it with ``contextkit.accounting``)."""
+        return Session(
+            path=str(self.checkpoint_path or "<engine>"),
+            format="engine",
+            calls=tuple(self._calls),
+        )
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def add(self, *messages: Message) -> None:
+        """Append to the tape and to the view (the view keeps the tape's message objects)."""
+        if not messages:
+            return
+        self._tape = (*self._tape, *messages)
+        self._view = self._view.append(*messages)
+        self._save()
+
+    def configure(
+        self,
+        *,
+        model: str | None = None,
+        system: str | Sequence[Block] | None = None,
+        tools: Sequence[Tool] = (),
+        params: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set every request field but the messages (the view's messages stay); True if changed.
+
+        Changing ``system`` or ``tools`` invalidates the provider's cache from that point on;
+        ``max_tokens`` and other parameters travel in ``params``.
+        """
+        head = _head(model, system, tools, params)
+        old = self._view.model_copy(update={"messages": ()})
+        if to_payload(head) == {k: v for k, v in to_payload(old).items() if k != "messages"}:
+            return False
+        self._view = head.model_copy(update={"messages": self._view.messages})
+        self._last_request_end = None
+        self._save()
+        return True
+
+    def reset_view(self, messages: Sequence[Message] | None = None) -> None:
+        """Start the view again from the tape, or from ``messages`` (an edited history, which
+        then replaces the tape); a receipt with action ``reset`` records it."""
+        if messages is not None:
+            self._tape = tuple(messages)
+        self._view = self._view.with_messages(self._tape)
+        self._last_request_end = None
+        detail = f"view restarted from {len(self._tape)} messages"
+        if messages is not None:
+            detail += " of an edited history"
+        self._receipts.append(Receipt(strategy="engine", action="reset", detail=detail))
+        self._save()
+
+    def prepare(self) -> Prepared:
+        """Shape the view for the next call and return the request to send."""
+        base = self._facts
+        if base is None or (base.counter, base.budget_tokens, base.context_window) != (
+            self.counter,
+            self.budget_tokens,
+            self.context_window,
+        ):  # validated once per setting: checking the counter against its runtime Protocol at
+            # every call costs more than some strategies; a copy validates nothing
+            self._facts = base = CallFacts(
+                counter=self.counter,
+                budget_tokens=self.budget_tokens,
+                context_window=self.context_window,
+            )
+        update = {"model": self._view.model, "now": self.clock(), "call_index": len(self._calls)}
+        facts = base.model_copy(update=update)
+        result = self.strategy(self._view, facts)
+        self._view = result.view
+        self._receipts.extend(result.receipts)
+        request = self._view
+        if self.cache_breakpoints:
+            request = place_breakpoints(
+                self._view, self._last_request_end, existing=self._marks(self._view)
+            )
+        self._pending = Prepared(
+            request=request, view=self._view, receipts=result.receipts, call_index=len(self._calls)
+        )
+        return self._pending
+
+    def record(
+        self,
+        response: Message,
+        *,
+        usage: Usage | None = None,
+        stop_reason: str | None = None,
+        model: str | None = None,
+        request_id: str | None = None,
+    ) -> Verdict:
+        """Take the model's answer to the last prepared request; append it to tape and view."""
+        if self._pending is None:
+            raise ContextkitError("record() without prepare(): prepare the request first")
+        prepared, self._pending = self._pending, None
+        call = Call(
+            request=prepared.request,
+            response=response,
+            usage=usage,
+            model=model or prepared.request.model,
+            timestamp=self.clock(),
+            stop_reason=stop_reason,
+            request_id=request_id,
+            exact=True,
+        )
+        self._calls.append(call)
+        self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
+        self._audit(call)
+        self._tape = (*self._tape, response)
+        self._view = self._view.append(response)
+        self._save()  # one save for the call and the response: never one without the other
+        return verdict(stop_reason, response)
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def _audit(self, call: Call) -> None:
+        if self.audit_path is None:
+            return
+        line = {
+            "call": len(self._calls) - 1,
+            "time": call.timestamp.isoformat() if call.timestamp else None,
+            "request": to_payload(call.request),
+            "stop_reason": call.stop_reason,
+            "usage": call.usage.model_dump() if call.usage else None,
+        }
+        self.audit_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.audit_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+    def _state(self) -> EngineState:
+        return EngineState(
+            tape=self._tape, view=self._view, calls=tuple(self._calls), receipts=self.receipts
+        )
+
+    def _save(self) -> None:
+        if self._writer is not None:
+            self._writer.save(self._state())
+
+    @classmethod
+    def resume(
+        cls, path: str | Path, strategy: Strategy | None = None, **options: Any
+    ) -> tuple[ContextEngine, tuple[Receipt, ...]]:
+        """Continue from a checkpoint (``options`` as for the constructor; the request fields
+        come from the checkpoint). A dangling ``tool_use`` (the process died while a tool ran)
+        is answered with an "interrupted" result; the receipts say what was repaired. The file
+        is rewritten compactly (a torn last line, if any, is gone)."""
+        state = read_checkpoint(Path(path))
+        options["checkpoint_path"] = path
+        engine = cls(strategy, **options)
+        view, receipts = repair(state.view)
+        added = view.messages[len(state.view.messages) :]
+        kept = view.messages[: len(state.view.messages)]
+        if all(a is b for a, b in zip(kept, state.view.messages, strict=True)):
+            tape = (*state.tape, *added)  # the repair only appended: the tape gets the same
+        else:
+            tape = repair(state.view.with_messages(state.tape))[0].messages
+        engine._tape, engine._view = tape, view
+        engine._calls = list(state.calls)
+        engine._receipts = [*state.receipts, *receipts]
+        if state.calls and state.calls[-1].request.messages:
+            engine._last_request_end = _unmarked_end(state)
+        engine._save()
+        return engine, receipts
+
+
+def _unmarked_end(state: EngineState) -> Message | None:
+    """The view message that ended the last request (the request holds a marked copy of it)."""
+    request = state.calls[-1].request.messages
+    n = len(request)
+    if n <= len(state.view.messages):
+        candidate = state.view.messages[n - 1]
+        if to_payload(_mark_message(candidate)) == to_payload(request[-1]):
+            return candidate
+    return None
+
+
+# -- cache breakpoints --------------------------------------------------------------------------
+
+
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` breakpoints the provider accepts in one request."""
+
+
+def _cacheable(block: Block) -> bool:
+    return not isinstance(block, ThinkingBlock | RedactedThinkingBlock)
+
+
+def _has_mark(value: BaseModel) -> bool:
+    extra = value.__pydantic_extra__
+    return extra is not None and extra.get("cache_control") is not None
+
+
+def _message_marks(message: Message) -> int:
+    return 0 if isinstance(message.content, str) else sum(map(_has_mark, message.content))
+
+
+class BreakpointTally:
+    """What :func:`count_breakpoints` says of each view of a session, at linear cost: asked of
+    the whole view at every call, a view that extends the previous one (the same or equal
+    objects, :func:`~contextkit.messages.extends`) costs its new messages; any other is summed
+    from a per-message memo looked up in C (views share messages; the memo keeps what it
+    counted, so no id is reused)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, int] = {}
+        self._kept: list[Message] = []
+        self._last: tuple[tuple[Message, ...], int] = ((), 0)
+        """The last view's messages and the breakpoints they carry."""
+
+    def __call__(self, view: Conversation) -> int:
+        messages = view.messages
+        before, total = self._last
+        n = len(before)
+        if not extends(messages, before):
+            n, total = 0, 0
+        total += self._messages(messages[n:])
+        self._last = (messages, total)
+        head = _has_mark(view) + sum(map(_has_mark, view.tools))
+        return head + sum(map(_has_mark, view.system_blocks)) + total
+
+    def _messages(self, messages: tuple[Message, ...]) -> int:
+        memo = self._memo
+        counts = list(map(memo.get, map(id, messages)))
+        for i in [i for i, c in enumerate(counts) if c is None]:  # new messages only
+            message = messages[i]
+            counts[i] = memo[id(message)] = _message_marks(message)
+            self._kept.append(message)
+        return sum(cast("list[int]", counts))
+
+
+def count_breakpoints(request: Conversation) -> int:
+    """The ``cache_control`` breakpoints a request carries (automatic caching counts as one)."""
+    found = _has_mark(request) + sum(map(_has_mark, request.tools))
+    found += sum(map(_has_mark, request.system_blocks))
+    return found + sum(map(_message_marks, request.messages))
+
+
+def _mark_message(message: Message) -> Message:
+    """The message with a breakpoint on its last block that may carry one (or unchanged)."""
+    blocks = message.blocks
+    for i in range(len(blocks) - 1, -1, -1):
+        if _cacheable(blocks[i]):
+            if _has_mark(blocks[i]):
+                return message
+            marked = blocks[i].model_copy(update={"cache_control": dict(EPHEMERAL)})
+            return message.model_copy(update={"content": (*blocks[:i], marked, *blocks[i + 1 :])})
+    return message
+
+
+def _previous_index(view: Conversation, previous_end: Message | None) -> int | None:
+    if previous_end is None:
+        return None
+    for i in range(len(view.messages) - 2, -1, -1):
+        if view.messages[i] is previous_end:
+            return i
+    return None
+
+
+def place_breakpoints(
+    view: Conversation,
+    previous_end: Message | None = None,
+    *,
+    existing: int | None = None,
+) -> Conversation:
+    """Breakpoints where the prefix stays stable, never more than four in all.
+
+    In order of value: the last message (written for the next call); the last message of the
+    previous request when the view still holds it (so a call that appends more than 20 blocks
+    still reads the entry the previous call wrote); the end of system and the end of tools (they
+    change rarely and survive a compaction of the messages). Breakpoints the request already
+    carries count against the four (``existing``: their number, when the caller knows it);
+    thinking blocks never get one.
+    """
+    room = MAX_BREAKPOINTS - (count_breakpoints(view) if existing is None else existing)
+    messages = list(view.messages)
+    targets = [len(messages) - 1] if messages else []
+    previous = _previous_index(view, previous_end)
+    if previous is not None:
+        targets.append(previous)
+    update: dict[str, Any] = {}
+    for i in targets:
+        if room > 0 and messages[i] is not (marked := _mark_message(messages[i])):
+            messages[i], room = marked, room - 1
+            update["messages"] = tuple(messages)
+    system = view.system_blocks
+    if room > 0 and view.system is not None and system and not _has_mark(system[-1]):
+        marked_block = system[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        update["system"], room = (*system[:-1], marked_block), room - 1
+    if room > 0 and view.tools and not _has_mark(view.tools[-1]):
+        last = view.tools[-1].model_copy(update={"cache_control": dict(EPHEMERAL)})
+        update["tools"] = (*view.tools[:-1], last)
+    return view.model_copy(update=update) if update else view
+
+
+__all__ = [
+    "EPHEMERAL",
+    "FINAL_STOPS",
+    "INCOMPLETE_STOPS",
+    "MAX_BREAKPOINTS",
+    "BreakpointTally",
+    "ContextEngine",
+    "Prepared",
+    "Verdict",
+    "count_breakpoints",
+    "place_breakpoints",
+    "verdict",
+    "write_atomic",
+]

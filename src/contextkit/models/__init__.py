@@ -1,0 +1,55 @@
+"""What contextkit knows about a model, as dated data: ids and their parsing, context windows,
+cache minimums, the hidden tool-use prompt, thinking retention, image and OpenAI cache figures.
+"""
+
+from __future__ import annotations
+
+from contextkit.models._reference import (
+    CONTEXT_WINDOWS,
+    MIN_CACHEABLE,
+    OPENAI_CACHE_MIN_TOKENS,
+    OPENAI_CACHE_STEP_TOKENS,
+    OPENAI_CACHED_INPUT_DISCOUNT,
+    PRIOR_THINKING_KEPT,
+    TOOL_USE_OVERHEAD,
+    ClaudeModel,
+    Dated,
+    ToolOverhead,
+    context_window,
+    genai_model_info,
+    image_tokens,
+    is_openai,
+    keeps_prior_thinking,
+    min_cacheable_tokens,
+    normalise_model,
+    openai_cached_discount,
+    openai_cached_tokens,
+    parse_claude,
+    pick,
+    tool_use_overhead,
+)
+
+__all__ = [
+    "CONTEXT_WINDOWS",
+    "MIN_CACHEABLE",
+    "OPENAI_CACHED_INPUT_DISCOUNT",
+    "OPENAI_CACHE_MIN_TOKENS",
+    "OPENAI_CACHE_STEP_TOKENS",
+    "PRIOR_THINKING_KEPT",
+    "TOOL_USE_OVERHEAD",
+    "ClaudeModel",
+    "Dated",
+    "ToolOverhead",
+    "context_window",
+    "genai_model_info",
+    "image_tokens",
+    "is_openai",
+    "keeps_prior_thinking",
+    "min_cacheable_tokens",
+    "normalise_model",
+    "openai_cached_discount",
+    "openai_cached_tokens",
+    "parse_claude",
+    "pick",
+    "tool_use_overhead",
+]

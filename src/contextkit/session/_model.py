@@ -1,0 +1,113 @@
+"""Sessions: what a recorded file (or a live loop) tells about each model call.
+
+A :class:`Session` is an ordered tuple of :class:`Call`: the request as sent (``exact``) or as
+reconstructed from a transcript, the assistant response, the usage the provider billed when the
+file records it, the model, the time and the stop reason. Subagent sessions hang off their parent.
+A session whose file omits the system prompt and tool definitions (Claude Code transcripts) says so
+with ``prefix_known=False``; nothing pretends they are empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from contextkit.messages import Conversation, Message, Usage
+
+
+class Record(BaseModel):
+    """Base for contextkit's own records: frozen and strict about their fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Call(Record):
+    """One model call."""
+
+    request: Conversation
+    response: Message | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    timestamp: datetime | None = None
+    stop_reason: str | None = None
+    request_id: str | None = None
+    exact: bool = False
+    """True when ``request`` is the body that was sent; False when rebuilt from a transcript."""
+    line: int | None = None
+    """Where the call's response starts in the source file (1-based), when it has lines."""
+    cache_reset: Literal["messages", "system"] | None = None
+    """The harness changed cached content the file does not show, just before this call:
+    ``"messages"`` the messages level (the cached prefix after tools and system no longer
+    matches), ``"system"`` the system prompt too. Set by readers that know their harness."""
+
+
+class SkippedRecord(Record):
+    """A record a lenient reader passed over, and why."""
+
+    path: str
+    line: int | None
+    reason: str
+
+
+class Session(Record):
+    path: str
+    format: str
+    session_id: str | None = None
+    calls: tuple[Call, ...] = ()
+    subagents: tuple[Session, ...] = ()
+    parent_session_id: str | None = None
+    parent_tool_use_id: str | None = None
+    prefix_known: bool = True
+    """False when the file omits the system prompt and tool definitions (Claude Code files)."""
+    compactions: tuple[int, ...] = ()
+    """Indices of calls that the harness made right after compacting its own history."""
+    set_aside: Mapping[str, int] = {}
+    """Records that are not model calls (progress, snapshots, queue operations), counted by kind."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> str | None:
+        """The model of most calls."""
+        models = [c.model or c.request.model for c in self.calls]
+        named = [m for m in models if m]
+        return max(set(named), key=named.count) if named else None
+
+    def user_turns(self) -> tuple[tuple[int, ...], ...]:
+        """Call indices grouped into user turns (a turn ends on a stop reason but tool use)."""
+        turns: list[tuple[int, ...]] = []
+        current: list[int] = []
+        for i, call in enumerate(self.calls):
+            current.append(i)
+            if call.stop_reason not in ("tool_use", "pause_turn"):
+                turns.append(tuple(current))
+                current = []
+        if current:
+            turns.append(tuple(current))
+        return tuple(turns)
+
+    def all_sessions(self) -> tuple[Session, ...]:
+        """This session and every subagent session below it, depth first."""
+        out: list[Session] = [self]
+        for sub in self.subagents:
+            out.extend(sub.all_sessions())
+        return tuple(out)
+
+
+class LoadedFile(Record):
+    """What one file holds: its format, its sessions, and what a lenient read skipped."""
+
+    path: str
+    format: str
+    sessions: tuple[Session, ...]
+    skipped: tuple[SkippedRecord, ...] = ()
+
+    @property
+    def calls(self) -> int:
+        """Model calls found in this file (subagent files count in their own file)."""
+        return sum(len(s.calls) for s in self.sessions)
+
+
+__all__ = ["Call", "LoadedFile", "Record", "Session", "SkippedRecord", "Usage"]
