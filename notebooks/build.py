@@ -48,11 +48,10 @@ import numpy as np
 from contextkit.accounting import price_session
 from contextkit.cache import TTL_1H_S, TTL_5M_S, AnthropicCache
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.models import min_cacheable_tokens
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 session = generate_session(ExampleSpec())  # seed 7: the same session on every machine
-counter = counter_for_model(session.model)  # an offline estimate for Claude; memoised per block
+counter = counter_for(session.model_info)  # an offline estimate for Claude; memoised per block
 calls = session.calls
 print(f"{len(calls)} calls on {session.model}, {len(session.user_turns())} user turns")
 """),
@@ -109,7 +108,7 @@ Reads cost a tenth of the input price; writes cost 1.25x (5m) or 2x (1h). The ex
 15 minutes between user turns, longer than the 5-minute TTL, so with 5m each turn starts cold.
 """),
     code("""
-minimum = min_cacheable_tokens(session.model)
+minimum = session.model_info.cache_min_tokens()
 caches = {
     "no caching": AnthropicCache(min_tokens=minimum, placement="off"),
     "5m cache": AnthropicCache(min_tokens=minimum, placement="auto", ttl_s=TTL_5M_S),
@@ -166,10 +165,10 @@ from contextkit.session.examples import generate_session
 from contextkit.formats import load
 from contextkit.accounting.plots import plot_context, plot_cumulative_cost
 from contextkit.strategies import PRESETS
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 session = generate_session(demo_spec())
-counter = counter_for_model(session.model)  # shared by the replays: each block is counted once
+counter = counter_for(session.model_info)  # shared by the replays: each block is counted once
 replays = [run_strategy(session, name, counter=counter) for name in PRESETS]
 print("presets:", ", ".join(PRESETS))
 """),
@@ -286,7 +285,7 @@ from contextkit.estimate import WhatIfs, estimate_from_profile
 from contextkit.estimate import synthetic_tools
 from contextkit.estimate import breakdown, summary
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 session = generate_session(ExampleSpec())
 tickets = [Ticket("example", (session,))]
@@ -309,7 +308,7 @@ Re-sent history is most of the bill: the quadratic term of notebook 1. Now the w
 priced on the same recorded requests, edited.
 """),
     code("""
-counter = counter_for_model(session.model)
+counter = counter_for(session.model_info)
 changes = [
     Change("cache off", cache="off"),
     Change("cache 1h", cache="1h"),

@@ -5,7 +5,8 @@ Usage: ``uv run python scripts/fit_calibration.py [TRACE.jsonl ...] [--claude-co
 [--out PATH] [--check] [--loso] [--before PATH]`` (default trace:
 ``$CONTEXTKIT_CORPUS/claude-trace-lemmy/test-traffic-part1.jsonl``; default Claude Code folder:
 ``$CONTEXTKIT_CORPUS``, every ``*.jsonl`` under it that reads as Claude Code; default output:
-``src/contextkit/data/calibration.json``; ``--check`` prints the fit without writing it; ``--loso``
+``src/contextkit/tokens/data/calibration.json``; ``--check`` prints the fit without writing it;
+``--loso``
 prints the leave-one-session-out error of per-call total input on the Claude Code sessions, beside
 the error of ``--before`` (default: the shipped calibration)).
 
@@ -38,6 +39,7 @@ import numpy as np
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.messages import parse_conversation
+from contextkit.models import resolve_model
 from contextkit.session import Call, Session, Usage
 from contextkit.tokens import (
     Calibration,
@@ -58,7 +60,7 @@ from contextkit.tokens import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "src" / "contextkit" / "data" / "calibration.json"
+DEFAULT_OUT = REPO / "src" / "contextkit" / "tokens" / "data" / "calibration.json"
 DEFAULT_TRACE = Path("claude-trace-lemmy") / "test-traffic-part1.jsonl"
 
 
@@ -204,7 +206,7 @@ def error_report(calibration: Calibration, samples: Sequence[CalibrationSample])
     lines = []
     all_errors: list[float] = []
     for name, params in sorted(calibration.families.items()):
-        mine = [s for s in samples if calibration.for_model(s.model) is params]
+        mine = [s for s in samples if calibration.for_model(resolve_model(s.model)) is params]
         all_errors.extend(relative_errors(params, mine).tolist() if mine else [])
         lines.append(_family_line(name, params, mine))
     if all_errors:
@@ -225,7 +227,7 @@ def loso_errors(
         if len(held_out.samples) < 2 or not session_pairs(held_out)[0]:
             continue  # rejected or single-call sessions are not evaluated (nothing to predict)
         rest = [s for j, s in enumerate(sessions) if j != i]
-        params = fit(samples, sessions=rest).for_model(held_out.samples[0].model)
+        params = fit(samples, sessions=rest).for_model(resolve_model(held_out.samples[0].model))
         if params is not None:
             out[held_out.label] = anchored_errors(params, held_out)
     return out
@@ -240,7 +242,7 @@ def loso_report(
     families = sorted({r.family or "?" for r in sessions if r.label in after})
     for family in families:
         mine = [r for r in sessions if r.label in after and r.family == family]
-        params = before.for_model(mine[0].samples[0].model)
+        params = before.for_model(resolve_model(mine[0].samples[0].model))
         assert params is not None
         old = np.concatenate([anchored_errors(params, r) for r in mine])
         new = np.concatenate([after[r.label] for r in mine])
@@ -250,7 +252,7 @@ def loso_report(
         )
     for r in sessions:
         if r.label in after:
-            old_params = before.for_model(r.samples[0].model)
+            old_params = before.for_model(resolve_model(r.samples[0].model))
             assert old_params is not None
             old_e = anchored_errors(old_params, r)
             rows.append(

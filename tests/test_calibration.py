@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from contextkit.errors import ConfigError
+from contextkit.models import resolve_model
 from contextkit.tokens import (
     Calibration,
     CalibrationSample,
     SessionSamples,
     anchored_errors,
-    counter_for_model,
+    counter_for,
     default_calibration,
     distinct,
-    family_of,
     fit,
     fit_family,
     load_calibration,
@@ -139,7 +139,7 @@ def test_fit_derives_families_without_data() -> None:
     ],
 )
 def test_family_of(model: str, family: str | None) -> None:
-    assert family_of(model) == family
+    assert resolve_model(model).calibration_family == family
 
 
 def test_shipped_defaults_load_as_package_data() -> None:
@@ -334,7 +334,7 @@ def test_calibrated_estimate_within_5_percent_on_raw_traces(corpus: Path) -> Non
     for group in (samples, distinct(samples)):
         errors = []
         for sample in group:
-            params = calibration.for_model(sample.model)
+            params = calibration.for_model(resolve_model(sample.model))
             assert params is not None
             errors.extend(relative_errors(params, [sample]).tolist())
         assert float(np.median(errors)) < 0.05
@@ -371,7 +371,7 @@ def test_counter_for_model_estimates_billed_input_on_raw_traces(corpus: Path) ->
     for call in calls:
         assert call.usage is not None
         billed = call.usage.total_input
-        estimate = counter_for_model(call.model).count_conversation(call.request)
+        estimate = counter_for(resolve_model(call.model)).count_conversation(call.request)
         errors.append(abs(estimate - billed) / billed)
     assert len(errors) >= 30
     assert float(np.median(errors)) < 0.05
@@ -390,7 +390,7 @@ def test_claude_code_sessions_improve_held_out_sessions(corpus: Path) -> None:
     for family in ("claude-4", "claude-4.5"):
         mine = [r for r in sessions if r.label in held_out and r.family == family]
         assert mine, family
-        params = trace_only.for_model(mine[0].samples[0].model)
+        params = trace_only.for_model(resolve_model(mine[0].samples[0].model))
         assert params is not None
         before = np.concatenate([anchored_errors(params, r) for r in mine])
         after = np.concatenate([held_out[r.label] for r in mine])

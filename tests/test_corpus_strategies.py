@@ -27,11 +27,12 @@ from contextkit.accounting import default_cache, price_session
 from contextkit.cache import AnthropicCache
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, validate
+from contextkit.models import resolve_model
 from contextkit.pricing import UnknownPriceWarning, lookup_price
 from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
 from contextkit.session import Session
 from contextkit.strategies.config import PRESETS, strategy_from_spec
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import TokenCounter, counter_for
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -71,7 +72,7 @@ def replayed(corpus: Path) -> list[Replayed]:
         # reported in the table, not a failure of the strategies.
         warnings.simplefilter("ignore", UnknownPriceWarning)
         for key, session in _sessions(corpus):
-            counter = counter_for_model(session.model)
+            counter = counter_for(session.model_info)
             presets = {
                 name: replay(session, strategy_from_spec(name), name=name, counter=counter)
                 for name in PRESETS
@@ -184,7 +185,7 @@ def _bill(session: Session) -> float | None:
     for call in session.calls:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnknownPriceWarning)
-            price = lookup_price(call.model or call.request.model, call.timestamp)
+            price = lookup_price(resolve_model(call.model or call.request.model), call.timestamp)
         if price is None or call.usage is None:
             return None
         total += price.cost(call.usage)

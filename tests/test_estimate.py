@@ -20,7 +20,7 @@ from contextkit.estimate._requests import Editor, padding_text
 from contextkit.pricing import PER_MILLION, lookup_price
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_baseline_matches_price_session(session: Session) -> None:
 
 def test_cache_off_prices_every_token_as_input(session: Session) -> None:
     table, _ = price_tickets(_ticket(session), Change(cache="off"))
-    price = lookup_price(session.model)
+    price = lookup_price(session.model_info)
     assert price is not None
     assert table.tokens["cache_read"][0] == 0
     assert table.tokens["cache_write"][0] == 0
@@ -57,13 +57,13 @@ def test_cache_off_prices_every_token_as_input(session: Session) -> None:
 
 
 def test_added_tools_cost_their_tokens_on_every_call(session: Session) -> None:
-    counter = counter_for_model(session.model)
+    counter = counter_for(session.model_info)
     tools = synthetic_tools(5, 80, counter)
     added = sum(counter.count_tool(t) for t in tools)
     assert abs(added - 5 * 80) <= 5
     off, _ = price_tickets(_ticket(session), Change(cache="off"))
     more, _ = price_tickets(_ticket(session), Change(cache="off", add_tools=tools))
-    price = lookup_price(session.model)
+    price = lookup_price(session.model_info)
     assert price is not None
     calls = len(session.calls)
     assert more.tokens["prefix"][0] - off.tokens["prefix"][0] == added * calls
@@ -81,7 +81,7 @@ def test_added_tools_cost_their_tokens_on_every_call(session: Session) -> None:
 
 
 def test_system_padding_grows_the_prefix(session: Session) -> None:
-    counter = counter_for_model(session.model)
+    counter = counter_for(session.model_info)
     pad = counter.count_text(padding_text(500, counter))
     assert 495 <= pad <= 505
     base, _ = price_tickets(_ticket(session), Change(cache="off"))
@@ -101,7 +101,7 @@ def test_cache_ttl_and_model_what_ifs(session: Session) -> None:
 
 
 def test_editor_keeps_structural_sharing(session: Session) -> None:
-    counter = counter_for_model(session.model)
+    counter = counter_for(session.model_info)
     editor = Editor(add_tools=synthetic_tools(2, 50, counter), system_prefix="Be brief. ")
     first = editor(session.calls[3].request)
     second = editor(session.calls[4].request)

@@ -10,15 +10,7 @@ from pathlib import Path
 import pytest
 
 from contextkit.errors import ConfigError
-from contextkit.models import (
-    context_window,
-    image_tokens,
-    min_cacheable_tokens,
-    openai_cached_discount,
-    openai_cached_tokens,
-    parse_claude,
-    tool_use_overhead,
-)
+from contextkit.models import UNKNOWN_MODEL, openai_cached_tokens, parse_claude, resolve_model
 from contextkit.pricing import (
     UNKNOWN_COST,
     ModelPrice,
@@ -60,7 +52,7 @@ def no_user_overrides(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.mark.parametrize(("model", "expected"), ANTHROPIC_TABLE.items())
 def test_prices_match_the_reference_table(model: str, expected: tuple[float, ...]) -> None:
-    price = lookup_price(model, TODAY)
+    price = lookup_price(resolve_model(model), TODAY)
     assert price is not None
     got = (price.input, price.cache_write_5m, price.cache_write_1h, price.cache_read, price.output)
     assert got == pytest.approx(expected)
@@ -79,7 +71,7 @@ def test_prices_match_the_reference_table(model: str, expected: tuple[float, ...
     ],
 )
 def test_aliases_resolve_to_one_price(alias: str) -> None:
-    price = lookup_price(alias, TODAY)
+    price = lookup_price(resolve_model(alias), TODAY)
     assert price is not None
     assert price.model == alias
     assert price.source.endswith("(claude-sonnet-4-5)")
@@ -87,14 +79,14 @@ def test_aliases_resolve_to_one_price(alias: str) -> None:
 
 def test_openai_prices_and_cached_discount() -> None:
     for model in ("gpt-4o", "gpt-4o-2024-08-06", "openai/gpt-4o"):
-        price = lookup_price(model, TODAY)
+        price = lookup_price(resolve_model(model), TODAY)
         assert price is not None
         assert (price.input, price.output) == (2.5, 10)
-        discount = openai_cached_discount(model)
+        discount = resolve_model(model).cached_input_discount()
         assert discount is not None
         assert price.cache_read == pytest.approx(price.input * (1 - discount))
         assert price.cache_write_5m == price.input  # OpenAI charges no write premium
-    gpt5 = lookup_price("gpt-5", TODAY)
+    gpt5 = lookup_price(resolve_model("gpt-5"), TODAY)
     assert gpt5 is not None
     assert gpt5.cache_read == pytest.approx(gpt5.input * 0.1)
 
@@ -104,7 +96,7 @@ BETA_DAY = date(2026, 3, 1)
 
 
 def test_tier_applies_to_the_whole_request() -> None:
-    price = lookup_price("claude-sonnet-4-5", BETA_DAY)
+    price = lookup_price(resolve_model("claude-sonnet-4-5"), BETA_DAY)
     assert price is not None
     at = Usage(input_tokens=150_000, cache_read=50_000, output_tokens=1_000)
     above = Usage(input_tokens=150_001, cache_read=50_000, output_tokens=1_000)
@@ -113,20 +105,20 @@ def test_tier_applies_to_the_whole_request() -> None:
 
 
 def test_shipped_correction_adds_sonnet_4_long_context_tier() -> None:
-    price = lookup_price("claude-sonnet-4-20250514", BETA_DAY)
+    price = lookup_price(resolve_model("claude-sonnet-4-20250514"), BETA_DAY)
     assert price is not None
     assert "price_corrections.toml" in price.source
     assert price.cost(Usage(input_tokens=250_000)) == pytest.approx(250_000 * 6 / 1e6)
     assert price.cost(Usage(output_tokens=1_000_000)) == pytest.approx(15)
     # Sonnet 4.5 is not caught by the Sonnet 4 correction
-    other = lookup_price("claude-sonnet-4-5-20250929", BETA_DAY)
+    other = lookup_price(resolve_model("claude-sonnet-4-5-20250929"), BETA_DAY)
     assert other is not None
     assert "genai-prices" in other.source
 
 
 def test_prices_have_effective_dates() -> None:
-    before = lookup_price("claude-opus-4-6", date(2026, 3, 1))
-    after = lookup_price("claude-opus-4-6", date(2026, 3, 13))
+    before = lookup_price(resolve_model("claude-opus-4-6"), date(2026, 3, 1))
+    after = lookup_price(resolve_model("claude-opus-4-6"), date(2026, 3, 13))
     assert before is not None
     assert after is not None
     assert before.tiers  # long-context tier before 2026-03-13
@@ -148,14 +140,14 @@ def test_model_price_stays_backward_compatible() -> None:
 
 
 def test_unknown_model_is_none_and_warns_once() -> None:
-    assert lookup_price("no-such-model-xyz") is None
-    assert lookup_price(None) is None
+    assert lookup_price(resolve_model("no-such-model-xyz")) is None
+    assert lookup_price(UNKNOWN_MODEL) is None
     with pytest.warns(UnknownPriceWarning, match="no-such-model-xyz"):
-        assert price_or_warn("no-such-model-xyz") is None
+        assert price_or_warn(resolve_model("no-such-model-xyz")) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert price_or_warn("no-such-model-xyz") is None
-        assert call_cost("no-such-model-xyz", Usage(input_tokens=5)) is None
+        assert price_or_warn(resolve_model("no-such-model-xyz")) is None
+        assert call_cost(resolve_model("no-such-model-xyz"), Usage(input_tokens=5)) is None
     assert format_cost(None) == UNKNOWN_COST
     assert format_cost(0.012345) == "$0.0123"
 
@@ -183,14 +175,14 @@ def test_user_override_file_takes_precedence(tmp_path: Path) -> None:
     path = tmp_path / "prices.toml"
     path.write_text(OVERRIDE)
     use_price_overrides(path)
-    price = lookup_price("claude-sonnet-4-5-20250929", TODAY)
+    price = lookup_price(resolve_model("claude-sonnet-4-5-20250929"), TODAY)
     assert price is not None
     assert (price.input, price.output, price.cache_read) == (1.0, 2.0, 0.5)
     assert price.cache_write_5m == 1.0  # a class left out costs the input price
     assert str(path) in price.source
     assert "negotiated" in price.source
-    early = lookup_price("my-local-model", date(2026, 1, 1))
-    late = lookup_price("acme/anything", date(2026, 7, 1))
+    early = lookup_price(resolve_model("my-local-model"), date(2026, 1, 1))
+    late = lookup_price(resolve_model("acme/anything"), date(2026, 7, 1))
     assert early is not None
     assert late is not None
     assert (early.input, late.input) == (0.1, 0.3)
@@ -201,7 +193,7 @@ def test_override_file_from_environment(tmp_path: Path, monkeypatch: pytest.Monk
     path = tmp_path / "env-prices.toml"
     path.write_text(OVERRIDE)
     monkeypatch.setenv("CONTEXTKIT_PRICES", str(path))
-    price = lookup_price("my-local-model-v2", TODAY)
+    price = lookup_price(resolve_model("my-local-model-v2"), TODAY)
     assert price is not None
     assert price.input == 0.3
 
@@ -250,45 +242,49 @@ def test_parse_claude(model: str, key: str) -> None:
 
 
 def test_min_cacheable_tokens_with_the_sonnet_4_6_change() -> None:
-    assert min_cacheable_tokens("claude-sonnet-4-6", date(2026, 5, 12)) == 2048
-    assert min_cacheable_tokens("claude-sonnet-4-6", date(2026, 5, 13)) == 1024
-    assert min_cacheable_tokens("claude-opus-4-5") == 4096
-    assert min_cacheable_tokens("claude-haiku-4-5-20251001") == 4096
-    assert min_cacheable_tokens("claude-3-5-haiku-20241022") == 2048
-    assert min_cacheable_tokens("claude-opus-4-7") == 2048
-    assert min_cacheable_tokens("claude-sonnet-4-20250514") == 1024
-    assert min_cacheable_tokens("gpt-4o") == 1024
+    assert resolve_model("claude-sonnet-4-6").cache_min_tokens(date(2026, 5, 12)) == 2048
+    assert resolve_model("claude-sonnet-4-6").cache_min_tokens(date(2026, 5, 13)) == 1024
+    assert resolve_model("claude-opus-4-5").cache_min_tokens() == 4096
+    assert resolve_model("claude-haiku-4-5-20251001").cache_min_tokens() == 4096
+    assert resolve_model("claude-3-5-haiku-20241022").cache_min_tokens() == 2048
+    assert resolve_model("claude-opus-4-7").cache_min_tokens() == 2048
+    assert resolve_model("claude-sonnet-4-20250514").cache_min_tokens() == 1024
+    assert resolve_model("gpt-4o").cache_min_tokens() == 1024
 
 
 def test_tool_use_overhead_by_family_choice_and_date() -> None:
     july = date(2026, 7, 2)
-    assert tool_use_overhead("claude-sonnet-4-5", "auto", july) == 496
-    assert tool_use_overhead("claude-sonnet-4-5", {"type": "tool", "name": "x"}, july) == 588
-    assert tool_use_overhead("claude-opus-4-6", None, july) == 497
-    assert tool_use_overhead("claude-opus-4-7", "any", july) == 804
-    assert tool_use_overhead("claude-sonnet-4", "auto", july) == 313
-    assert tool_use_overhead("claude-sonnet-4", "auto", date(2026, 2, 1)) == 346
-    assert tool_use_overhead("claude-3-5-haiku-20241022", {"type": "any"}) == 340
-    assert tool_use_overhead("gpt-4o", "auto") == 0
+    assert resolve_model("claude-sonnet-4-5").tool_overhead("auto", july) == 496
+    assert (
+        resolve_model("claude-sonnet-4-5").tool_overhead({"type": "tool", "name": "x"}, july) == 588
+    )
+    assert resolve_model("claude-opus-4-6").tool_overhead(None, july) == 497
+    assert resolve_model("claude-opus-4-7").tool_overhead("any", july) == 804
+    assert resolve_model("claude-sonnet-4").tool_overhead("auto", july) == 313
+    assert resolve_model("claude-sonnet-4").tool_overhead("auto", date(2026, 2, 1)) == 346
+    assert resolve_model("claude-3-5-haiku-20241022").tool_overhead({"type": "any"}) == 340
+    assert resolve_model("gpt-4o").tool_overhead("auto") == 0
 
 
 def test_context_windows() -> None:
-    assert context_window("claude-opus-4-6") == 1_000_000
-    assert context_window("claude-sonnet-4-6") == 1_000_000
-    assert context_window("claude-sonnet-4-5-20250929") == 200_000
-    assert context_window("claude-3-5-haiku-20241022") == 200_000
-    assert context_window("gpt-4o") == 128_000  # from genai-prices' data
-    assert context_window("no-such-model") is None
+    assert resolve_model("claude-opus-4-6").context_window == 1_000_000
+    assert resolve_model("claude-sonnet-4-6").context_window == 1_000_000
+    assert resolve_model("claude-sonnet-4-5-20250929").context_window == 200_000
+    assert resolve_model("claude-3-5-haiku-20241022").context_window == 200_000
+    assert resolve_model("gpt-4o").context_window == 128_000  # from genai-prices' data
+    assert resolve_model("no-such-model").context_window is None
 
 
 def test_image_tokens_old_and_current_formula() -> None:
     old = date(2026, 1, 1)
-    assert image_tokens(1000, 1000, when=old) == 1334  # ceil(1e6 / 750)
-    assert image_tokens(3000, 3000, when=old) == 1600  # resized to 1568 px, then capped
-    assert image_tokens(1000, 1000, "claude-sonnet-4-5", TODAY) == 1296  # 36 x 36 patches
-    assert image_tokens(4000, 3000, "claude-sonnet-4-5", TODAY) == 1568
-    assert image_tokens(4000, 3000, "claude-opus-4-7", TODAY) == 4784
-    assert image_tokens(0, 10) == 0
+    assert UNKNOWN_MODEL.image_tokens(1000, 1000, old) == 1334  # ceil(1e6 / 750)
+    assert UNKNOWN_MODEL.image_tokens(3000, 3000, old) == 1600  # resized to 1568 px, then capped
+    assert (
+        resolve_model("claude-sonnet-4-5").image_tokens(1000, 1000, TODAY) == 1296
+    )  # 36 x 36 patches
+    assert resolve_model("claude-sonnet-4-5").image_tokens(4000, 3000, TODAY) == 1568
+    assert resolve_model("claude-opus-4-7").image_tokens(4000, 3000, TODAY) == 4784
+    assert UNKNOWN_MODEL.image_tokens(0, 10) == 0
 
 
 def test_openai_cache_steps() -> None:
@@ -296,14 +292,14 @@ def test_openai_cache_steps() -> None:
     assert openai_cached_tokens(1024) == 1024
     assert openai_cached_tokens(1151) == 1024
     assert openai_cached_tokens(1152) == 1152
-    assert openai_cached_discount("gpt-4.1-mini") == 0.75
-    assert openai_cached_discount("gpt-4o-mini") == 0.5
-    assert openai_cached_discount("llama") is None
+    assert resolve_model("gpt-4.1-mini").cached_input_discount() == 0.75
+    assert resolve_model("gpt-4o-mini").cached_input_discount() == 0.5
+    assert resolve_model("llama").cached_input_discount() is None
 
 
 def test_the_sonnet_long_context_tier_ends_with_the_1m_beta() -> None:
-    during = lookup_price("claude-sonnet-4-5-20250929", date(2026, 3, 1))
-    after = lookup_price("claude-sonnet-4-5-20250929", date(2026, 11, 2))
+    during = lookup_price(resolve_model("claude-sonnet-4-5-20250929"), date(2026, 3, 1))
+    after = lookup_price(resolve_model("claude-sonnet-4-5-20250929"), date(2026, 11, 2))
     assert during is not None
     assert after is not None
     assert [t.above_input_tokens for t in during.tiers] == [200_000]

@@ -32,7 +32,7 @@ from contextkit.messages import (
     ToolUseBlock,
     parse_conversation,
 )
-from contextkit.models import tool_use_overhead
+from contextkit.models import UNKNOWN_MODEL, resolve_model
 from contextkit.testing import FixedCounter
 from contextkit.tokens import (
     AnthropicCountingCounter,
@@ -44,7 +44,7 @@ from contextkit.tokens import (
     TokenCounter,
     TokenizerUnavailableWarning,
     block_text,
-    counter_for_model,
+    counter_for,
     default_calibration,
     get_counter,
 )
@@ -120,7 +120,7 @@ def test_counts_are_memoised_per_block_object(conversation: Conversation) -> Non
 
 @pytest.mark.parametrize(
     "counter",
-    [ApproxCounter(), TiktokenCounter(), counter_for_model("claude-sonnet-4-5")],
+    [ApproxCounter(), TiktokenCounter(), counter_for(resolve_model("claude-sonnet-4-5"))],
     ids=["approx", "tiktoken", "calibrated"],
 )
 def test_every_counter_satisfies_the_protocol(counter: TokenCounter) -> None:
@@ -141,7 +141,7 @@ FALLBACK_SCRIPT = """
 import json, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
-    from contextkit.tokens import counter_for_model, default_counter, get_counter
+    from contextkit.tokens import counter_for, default_counter, get_counter
     names = [default_counter().name, get_counter("o200k_base").name,
              counter_for_model("claude-sonnet-4").name, counter_for_model("gpt-4o").name]
 print(json.dumps({"names": names,
@@ -181,18 +181,18 @@ def test_no_encoding_offline_falls_back_with_one_clear_warning(tmp_path: Path) -
     ],
 )
 def test_counter_for_model_says_which_counter(model: str | None, name: str) -> None:
-    assert counter_for_model(model).name.startswith(name)
+    assert counter_for(resolve_model(model)).name.startswith(name)
 
 
 def test_unfitted_family_says_so() -> None:
-    assert counter_for_model("claude-opus-4-7").name.endswith(", not fitted)")
-    assert "not fitted" not in counter_for_model("claude-sonnet-4").name
+    assert counter_for(resolve_model("claude-opus-4-7")).name.endswith(", not fitted)")
+    assert "not fitted" not in counter_for(resolve_model("claude-sonnet-4")).name
 
 
 def test_calibrated_total_follows_the_formula(conversation: Conversation) -> None:
-    counter = counter_for_model("claude-sonnet-4-20250514")
+    counter = counter_for(resolve_model("claude-sonnet-4-20250514"))
     assert isinstance(counter, CalibratedCounter)
-    params = default_calibration().for_model("claude-sonnet-4")
+    params = default_calibration().for_model(resolve_model("claude-sonnet-4"))
     assert params is not None
     assert params is counter.params
     raw = TiktokenCounter()
@@ -207,7 +207,7 @@ def test_calibrated_total_follows_the_formula(conversation: Conversation) -> Non
         + params.per_tool * len(conversation.tools)
         + params.per_tool_block * 2  # one tool_use and one tool_result
         + params.fixed
-        + tool_use_overhead("claude-sonnet-4-20250514", None)
+        + resolve_model("claude-sonnet-4-20250514").tool_overhead(None)
     )
     # parts are rounded one by one: allow one token per part
     assert abs(counter.count_conversation(conversation) - expected) <= 10
@@ -225,7 +225,7 @@ def test_tool_blocks_and_thinking_follow_their_own_parameters() -> None:
         fitted=True,
     )
     raw = TiktokenCounter()
-    counter = CalibratedCounter(raw, params, "claude-opus-4-6")
+    counter = CalibratedCounter(raw, params, resolve_model("claude-opus-4-6"))
     text = "The quick brown fox jumps over the lazy dog. " * 20
     n = raw.count_text(text)
     assert counter.count_block(TextBlock(text=text)) == round(1.1 * n)
@@ -234,18 +234,24 @@ def test_tool_blocks_and_thinking_follow_their_own_parameters() -> None:
     assert counter.count_block(use) == round(1.1 * raw.count_block(use)) + 30
     result = ToolResultBlock(tool_use_id="t1", content=text)
     assert counter.count_block(result) == round(1.1 * n) + 30
-    plain = CalibratedCounter(raw, params.model_copy(update={"thinking_factor": None}), None)
+    plain = CalibratedCounter(
+        raw, params.model_copy(update={"thinking_factor": None}), UNKNOWN_MODEL
+    )
     assert plain.count_block(ThinkingBlock(thinking=text)) == round(1.1 * n)  # None: factor
 
 
 def test_tool_choice_any_changes_the_hidden_prompt(conversation: Conversation) -> None:
     model = "claude-3-5-haiku-20241022"
     forced = conversation.model_copy(update={"tool_choice": {"type": "any"}})
-    auto = counter_for_model(model).count_conversation(conversation)
-    any_ = counter_for_model(model).count_conversation(forced)
-    assert any_ - auto == tool_use_overhead(model, "any") - tool_use_overhead(model, "auto") == 76
+    auto = counter_for(resolve_model(model)).count_conversation(conversation)
+    any_ = counter_for(resolve_model(model)).count_conversation(forced)
+    assert (
+        any_ - auto
+        == resolve_model(model).tool_overhead("any") - resolve_model(model).tool_overhead("auto")
+        == 76
+    )
     no_tools = conversation.model_copy(update={"tools": ()})
-    assert counter_for_model(model).count_conversation(no_tools) < auto - 264
+    assert counter_for(resolve_model(model)).count_conversation(no_tools) < auto - 264
 
 
 # --- the counting endpoint, through the real SDK against a local server -----------------------
@@ -376,7 +382,7 @@ def _every_count(counter: TokenCounter, conversation: Conversation) -> list[int]
 
 
 def _calibrated() -> CalibratedCounter:
-    counter = counter_for_model("claude-sonnet-4-5")
+    counter = counter_for(resolve_model("claude-sonnet-4-5"))
     assert isinstance(counter, CalibratedCounter)
     return counter
 
@@ -414,7 +420,10 @@ def test_priming_every_corpus_session_changes_no_count(corpus: Path) -> None:
         for session in load(path, lenient=True).sessions:
             requests = [c.request for c in session.calls]
             responses = [c.response for c in session.calls]
-            primed, fresh = counter_for_model(session.model), counter_for_model(session.model)
+            primed, fresh = (
+                counter_for(session.model_info),
+                counter_for(session.model_info),
+            )
             assert isinstance(primed, MemoCounter)
             primed.prime(requests, responses)
             for request in requests:

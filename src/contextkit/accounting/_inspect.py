@@ -38,9 +38,10 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from contextkit.models import resolve_model
 from contextkit.pricing import ModelPrice
 from contextkit.session import Session
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import TokenCounter, counter_for
 
 PARTS = (
     "system",
@@ -210,7 +211,7 @@ def inspect_session(
     cache: CacheConfig | None = None,
 ) -> SessionReport:
     """Price ``session`` and break its context down (``model`` re-prices it as another model)."""
-    counter = counter or counter_for_model(model or session.model)
+    counter = counter or counter_for(resolve_model(model) if model else session.model_info)
     ledger = price_session(session, counter, price, model=model, cache=cache)
     parts = _Parts(counter)
     hidden = ledger.prefix_inferred_tokens

@@ -44,10 +44,10 @@ from contextkit.cache import (
     strip_prior_thinking,
 )
 from contextkit.messages import Conversation
-from contextkit.models import is_openai, min_cacheable_tokens
+from contextkit.models import UNKNOWN_MODEL, ModelInfo
 from contextkit.pricing import PER_MILLION, ModelPrice, price_or_warn
 from contextkit.session import Call, Session, Usage
-from contextkit.tokens import MemoCounter, TokenCounter, counter_for_model
+from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -212,7 +212,7 @@ def price_session(
 ) -> Ledger:
     """Simulate the cache over ``session`` and price every call.
 
-    ``counter`` defaults to ``counter_for_model(session.model)``; ``price`` to each call's model
+    ``counter`` defaults to ``counter_for(session.model_info)``; ``price`` to each call's model
     price (unknown: NaN cost, warned once per model). ``cache`` defaults to the provider of the
     model with its minimum cacheable length, breakpoints as sent or, where no request carries one,
     placed as the harness would (:func:`default_cache`). ``output="recorded"`` takes output tokens
@@ -231,7 +231,7 @@ def price_session(
         )
         if requests is not None:
             requests = [r.model_copy(update={"model": model}) for r in requests]
-    counter = counter or counter_for_model(session.model)
+    counter = counter or counter_for(session.model_info)
     recorded = _recorded(session.calls)
     sent = [c.request for c in session.calls] if requests is None else requests
     if isinstance(counter, MemoCounter):
@@ -255,7 +255,7 @@ def price_session(
             f"{', ...' if len(resets) > 8 else ''}): priced as rewriting what it invalidates"
         )
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
-    prices = _Prices(price, default_model=session.model)
+    prices = _Prices(price, default_model=session.model_info)
     return _ledger(
         session,
         counter=counter,
@@ -319,10 +319,10 @@ class _Prices:
     """The injected price, or each call's model price looked up once (None when unknown). A call
     that names no model is priced as the session's model (the model of most of its calls)."""
 
-    def __init__(self, price: ModelPrice | None, default_model: str | None = None) -> None:
+    def __init__(self, price: ModelPrice | None, default_model: ModelInfo = UNKNOWN_MODEL) -> None:
         self.price = price
         self.default_model = default_model
-        self._by_model: dict[str | None, ModelPrice | None] = {}
+        self._by_model: dict[str, ModelPrice | None] = {}
 
     def cost(self, call: Call, usage: Usage) -> float | None:
         price = self.price if self.price is not None else self._lookup(call)
@@ -363,17 +363,18 @@ class _Prices:
         """The single tier-less price of every call, if there is one."""
         price = self.price
         if price is None:
-            models = {c.model or c.request.model or self.default_model for c in calls}
+            models = {c.model or c.request.model or self.default_model.id for c in calls}
             if len(models) != 1 or not calls:
                 return None
             price = self._lookup(calls[0])
         return None if price is None or price.tiers else price
 
     def _lookup(self, call: Call) -> ModelPrice | None:
-        model = call.model or call.request.model or self.default_model
-        if model not in self._by_model:
-            self._by_model[model] = price_or_warn(model, call.timestamp)
-        return self._by_model[model]
+        named = call.model or call.request.model
+        model = call.model_info if named else self.default_model
+        if model.id not in self._by_model:
+            self._by_model[model.id] = price_or_warn(model, call.timestamp)
+        return self._by_model[model.id]
 
 
 def _on_model(call: Call, model: str) -> Call:
@@ -445,8 +446,8 @@ def _marks_breakpoints(request: Conversation) -> bool:
 
 def default_cache(session: Session, recorded: Sequence[Usage] | None = None) -> CacheConfig:
     """The cache a session's requests met, as far as the file tells."""
-    model = session.model
-    if is_openai(model):
+    model = session.model_info
+    if model.is_openai:
         return OpenAICache()
     when: datetime | None = session.calls[0].timestamp if session.calls else None
     placement: Placement = "auto"
@@ -455,7 +456,7 @@ def default_cache(session: Session, recorded: Sequence[Usage] | None = None) -> 
     elif session.format == "claude-code" or not session.prefix_known:
         placement = "claude-code"
     return AnthropicCache(
-        min_tokens=min_cacheable_tokens(model, when),
+        min_tokens=model.cache_min_tokens(when),
         placement=placement,
         ttl_s=_recorded_ttl(recorded),
     )

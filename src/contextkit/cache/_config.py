@@ -29,7 +29,7 @@ class _Config(BaseModel):
 class AnthropicCache(_Config):
     kind: Literal["anthropic"] = "anthropic"
     min_tokens: int = Field(1024, ge=0)
-    """Shortest cacheable prefix (``reference.min_cacheable_tokens(model)``)."""
+    """Shortest cacheable prefix (:meth:`~contextkit.models.ModelInfo.cache_min_tokens`)."""
     placement: Placement = "as-sent"
     ttl_s: int = TTL_5M_S
     """TTL of the breakpoints a placement policy adds (300 or 3600)."""

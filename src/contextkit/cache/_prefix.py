@@ -30,7 +30,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.models import keeps_prior_thinking, tool_use_overhead
+from contextkit.models import resolve_model
 from contextkit.tokens import MemoCounter, TokenCounter
 
 
@@ -453,7 +453,8 @@ class _Prefixes:
         unstripped shapes of the last ones)."""
         keeps = self._keeps.get(model)
         if keeps is None:
-            keeps = self._keeps[model] = keeps_prior_thinking(model)
+            # the request's model (its own field), resolved once per session and id
+            keeps = self._keeps[model] = resolve_model(model).keeps_prior_thinking()
         if keeps or self.config.kind != "anthropic":
             return 0
         first = len(messages) - len(shapes)
@@ -492,7 +493,7 @@ class _Prefixes:
         base -= sum(self.counter.count_tool(t) for t in request.tools)
         wanted = self.config.kind == "anthropic" and self.config.tool_overhead
         if wanted and base == self._framing:
-            base += tool_use_overhead(model, choice)
+            base += request.model_info.tool_overhead(choice)
         self._bases[key] = (request.tools, base)
         return base
 
@@ -550,9 +551,10 @@ def _restrip(flat: _Flat, keep: int, strip: int) -> int:
 
 def strip_prior_thinking(request: Conversation) -> Conversation:
     """``request`` as its model bills it: for a model that strips earlier turns' thinking
-    (``reference.keeps_prior_thinking``), without the thinking blocks of the messages before the
-    last user message holding no tool_result. The same object when nothing is stripped."""
-    if keeps_prior_thinking(request.model):
+    (:meth:`~contextkit.models.ModelInfo.keeps_prior_thinking`), without the thinking blocks of
+    the messages before the last user message holding no tool_result. The same object when
+    nothing is stripped."""
+    if request.model_info.keeps_prior_thinking():
         return request
     messages = request.messages
     strip = next((i for i in range(len(messages) - 1, -1, -1) if _opens_turn(messages[i])), 0)

@@ -30,8 +30,9 @@ Anthropic (:class:`AnthropicCache`, REFERENCE.md "Anthropic prompt caching"):
   previous call's last message stays a breakpoint, so each call reads what the one before wrote
   and writes only the new turn. Claude Code on subscriptions writes with the 1h TTL (recorded
   usage shows only 1h writes); API-key users get 5m.
-- Thinking of earlier turns: models that strip it (``reference.keeps_prior_thinking``) drop the
-  thinking blocks of assistant messages before the last user message that holds no tool_result.
+- Thinking of earlier turns: models that strip it
+  (:meth:`~contextkit.models.ModelInfo.keeps_prior_thinking`) drop the thinking blocks of
+  assistant messages before the last user message that holds no tool_result.
   Those blocks are still in the request as sent (a ``cache_control`` on one is still an error) but
   are neither billed nor part of the cached prefix: the first user turn after thinking rewrites the
   prefix from the first stripped block on, as the provider's cache does ("when thinking blocks are

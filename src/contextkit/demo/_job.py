@@ -33,7 +33,7 @@ from contextkit.replay import ASSUMPTION, Replay, run_strategy
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import PRESETS
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 BASELINE = "none"
 RECALL_FLOOR = 0.9
@@ -183,7 +183,7 @@ def run_demo(
     """Replay the example under ``strategies`` (``none`` is always run, first) and price it."""
     spec = spec or demo_spec()
     session = generate_session(spec)
-    counter = counter_for_model(session.model)  # shared: each block is tokenised once
+    counter = counter_for(session.model_info)  # shared: each block is tokenised once
     names = [BASELINE, *(s for s in strategies if s != BASELINE)]
     replays = tuple(run_strategy(session, name, counter=counter) for name in names)
     best = pick_best(replays)

@@ -57,10 +57,10 @@ from contextkit.estimate._table import (
 )
 from contextkit.formats import load
 from contextkit.messages import Conversation, Tool
-from contextkit.models import is_openai, min_cacheable_tokens
+from contextkit.models import ModelInfo, resolve_model
 from contextkit.pricing import ModelPrice, price_or_warn
 from contextkit.session import Call, Session, SkippedRecord, Usage
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import TokenCounter, counter_for
 
 SESSION_SUFFIXES = frozenset({".jsonl", ".json", ".traj"})
 CacheMode = str  # "off" | "5m" | "1h"
@@ -167,7 +167,7 @@ class _Setup:
     """What one session is priced with under one change."""
 
     counter: TokenCounter
-    model: str | None
+    model: ModelInfo
     config: CacheConfig
     prefix: list[PrefixPart]
     warm_tokens: int
@@ -211,17 +211,17 @@ def _ratio(session: Session, old: TokenCounter, new: TokenCounter) -> tuple[floa
 
 
 def _setup(session: Session, change: Change) -> _Setup:
-    base_counter = counter_for_model(session.model)
+    base_counter = counter_for(session.model_info)
     recorded = _recorded(session.calls)
     hidden, warm, read = _hidden(session, base_counter, recorded)
-    model = change.model or session.model
-    counter = counter_for_model(model) if change.model else base_counter
+    model = resolve_model(change.model) if change.model else session.model_info
+    counter = counter_for(model) if change.model else base_counter
     config = default_cache(session, recorded)
     out_ratio = 1.0
     if change.model:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
-        config = _model_cache(config, change.model)
+        config = _model_cache(config, model)
     pad, tools, extra = "", change.add_tools, change.system_tokens
     if hidden or not session.prefix_known:  # the prefix is not in the requests: grow it
         extra += sum(counter.count_tool(t) for t in tools)
@@ -240,12 +240,12 @@ def _setup(session: Session, change: Change) -> _Setup:
     return _Setup(counter, model, config, prefix, read if prefix else 0, editor, out_ratio)
 
 
-def _model_cache(config: CacheConfig, model: str) -> CacheConfig:
-    if is_openai(model):
+def _model_cache(config: CacheConfig, model: ModelInfo) -> CacheConfig:
+    if model.is_openai:
         return OpenAICache()
     if isinstance(config, OpenAICache):
-        return AnthropicCache(min_tokens=min_cacheable_tokens(model), placement="auto")
-    return config.model_copy(update={"min_tokens": min_cacheable_tokens(model)})
+        return AnthropicCache(min_tokens=model.cache_min_tokens(), placement="auto")
+    return config.model_copy(update={"min_tokens": model.cache_min_tokens()})
 
 
 def _cache_mode(
@@ -274,11 +274,11 @@ class _PriceBook:
     """Each call's model price, looked up once per model and day (None: unknown)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str | None, date | None], ModelPrice | None] = {}
+        self._cache: dict[tuple[str, date | None], ModelPrice | None] = {}
 
-    def get(self, model: str | None, call: Call) -> ModelPrice | None:
+    def get(self, model: ModelInfo, call: Call) -> ModelPrice | None:
         day = call.timestamp.date() if call.timestamp else None
-        key = (model, day)
+        key = (model.id, day)
         if key not in self._cache:
             self._cache[key] = price_or_warn(model, call.timestamp)
         return self._cache[key]
@@ -334,7 +334,7 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     table = np.asarray(rows, dtype=np.float64).reshape(-1, 7).T
     arrays = CallArrays(np.full(len(rows), ticket, dtype=np.int64), *table)
     prices = [
-        PRICES.get(s.model if change.model else call.model or session.model, call)
+        PRICES.get(s.model if change.model else resolve_model(call.model or session.model), call)
         for call in session.calls
     ]
     return PricedSession(arrays, _call_rates(prices, arrays), _recorded_usd(session, prices))
@@ -384,7 +384,7 @@ def _ledger_arrays(
     session: Session, ledger: Ledger, requests: Sequence[Conversation], ticket: int
 ) -> PricedSession:
     """Per-call arrays from a ledger (a replay's), in the same layout as the baseline's."""
-    counter = counter_for_model(session.model)
+    counter = counter_for(session.model_info)
     memo: dict[object, int] = {}
     hidden = ledger.prefix_inferred_tokens or 0
     table = ledger.simulated
@@ -400,7 +400,7 @@ def _ledger_arrays(
         write_1h=table.cache_write_1h.astype(float),
         output=table.output.astype(float),
     )
-    prices = [PRICES.get(c.model or session.model, c) for c in session.calls]
+    prices = [PRICES.get(resolve_model(c.model or session.model), c) for c in session.calls]
     return PricedSession(arrays, _call_rates(prices, arrays), None)
 
 

@@ -34,7 +34,7 @@ from contextkit.estimate._dist import Choice, Fixed, LogNormal
 from contextkit.estimate._profile import Profile
 from contextkit.messages import Conversation, Message
 from contextkit.session import Session, Usage
-from contextkit.tokens import TokenCounter, counter_for_model
+from contextkit.tokens import TokenCounter, counter_for
 
 
 @dataclass
@@ -79,7 +79,7 @@ def _prefix(session: Session, counter: TokenCounter) -> tuple[float, bool]:
 
 
 def _observe(session: Session, seen: _Observed) -> None:
-    counter = counter_for_model(session.model)
+    counter = counter_for(session.model_info)
     turns = session.user_turns()
     seen.turns.append(float(len(turns)))
     prefix, warm = _prefix(session, counter)

@@ -46,9 +46,9 @@ from contextkit.errors import ConfigError
 from contextkit.estimate._dist import Dist, Fixed
 from contextkit.estimate._table import CallArrays, FloatArray, TicketTable, ticket_table
 from contextkit.messages import Tool
-from contextkit.models import min_cacheable_tokens, tool_use_overhead
+from contextkit.models import ModelInfo, resolve_model
 from contextkit.pricing import PER_MILLION, ModelPrice, lookup_price
-from contextkit.tokens import counter_for_model
+from contextkit.tokens import counter_for
 
 CacheMode = Literal["off", "5m", "1h"]
 TTL_BY_MODE: Mapping[str, float] = {"5m": TTL_5M_S, "1h": TTL_1H_S, "off": 0.0}
@@ -85,12 +85,17 @@ class Profile(BaseModel):
     notes: tuple[str, ...] = ()
 
     @property
+    def model_info(self) -> ModelInfo:
+        """The profile's ``model``, resolved once per id."""
+        return resolve_model(self.model)
+
+    @property
     def overhead_tokens(self) -> int:
         if self.tools == 0:
             return 0
         if self.tool_overhead_tokens is not None:
             return self.tool_overhead_tokens
-        return tool_use_overhead(self.model)
+        return self.model_info.tool_overhead()
 
     @property
     def prefix_tokens(self) -> float:
@@ -101,10 +106,10 @@ class Profile(BaseModel):
     def min_tokens(self) -> int:
         if self.min_cache_tokens is not None:
             return self.min_cache_tokens
-        return min_cacheable_tokens(self.model)
+        return self.model_info.cache_min_tokens()
 
     def price(self) -> ModelPrice:
-        price = lookup_price(self.model)
+        price = lookup_price(self.model_info)
         if price is None:
             raise ConfigError(
                 f"no price known for model {self.model!r}: name a known model, or add it to a "
@@ -138,7 +143,7 @@ def _with_tools_file(data: dict[str, Any], path: Path, source: str) -> dict[str,
     if "model" not in data:
         raise ConfigError(f"{source}: 'tools_file' needs 'model' (schemas are counted for it)")
     tools = load_tools(path)
-    counter = counter_for_model(str(data["model"]))
+    counter = counter_for(resolve_model(str(data["model"])))
     sizes = [counter.count_tool(t) for t in tools]
     extra = data.get("tools", 0) * data.get("tool_tokens", 0)
     count = len(tools) + int(data.get("tools", 0))
@@ -404,8 +409,8 @@ def token_ratio(old_model: str, new_model: str) -> float:
 
     session = generate_session(ExampleSpec(calls=30, user_turns=2))
     request = session.calls[-1].request
-    old = counter_for_model(old_model).count_conversation(request)
-    new = counter_for_model(new_model).count_conversation(request)
+    old = counter_for(resolve_model(old_model)).count_conversation(request)
+    new = counter_for(resolve_model(new_model)).count_conversation(request)
     return new / old if old and math.isfinite(new / old) else 1.0
 
 

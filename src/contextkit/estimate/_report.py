@@ -41,7 +41,8 @@ from contextkit.estimate._profile import (
 from contextkit.estimate._requests import synthetic_tools
 from contextkit.estimate._table import FloatArray, TicketTable, breakdown, summary
 from contextkit.messages import Tool
-from contextkit.tokens import counter_for_model
+from contextkit.models import resolve_model
+from contextkit.tokens import counter_for
 
 DEFAULT_TOOL_TOKENS = 100
 """Size of a synthetic tool schema when neither the flag nor the data gives one (an assumption)."""
@@ -151,7 +152,7 @@ def _main_model(tickets: Sequence[Ticket]) -> str | None:
 
 
 def _known_tool_tokens(tickets: Sequence[Ticket], model: str | None) -> int | None:
-    counter = counter_for_model(model)
+    counter = counter_for(resolve_model(model))
     sizes = [
         counter.count_tool(tool)
         for t in tickets
@@ -165,7 +166,7 @@ def _known_tool_tokens(tickets: Sequence[Ticket], model: str | None) -> int | No
 def recording_changes(what: WhatIfs, tickets: Sequence[Ticket]) -> list[Change]:
     """One :class:`Change` per flag set (strategy excepted: it replays)."""
     model = _main_model(tickets)
-    counter = counter_for_model(model)
+    counter = counter_for(resolve_model(model))
     changes: list[Change] = []
     if what.add_tools:
         size = what.tool_tokens or _known_tool_tokens(tickets, model) or DEFAULT_TOOL_TOKENS
@@ -259,7 +260,7 @@ def profile_changes(what: WhatIfs, profile: Profile) -> list[tuple[str, Profile]
 
 
 def _tools_file_change(profile: Profile, tools: Sequence[Tool], name: str) -> tuple[str, Profile]:
-    counter = counter_for_model(profile.model)
+    counter = counter_for(profile.model_info)
     total = sum(counter.count_tool(t) for t in tools)
     label = f"+{len(tools)} tools from {name} ({total} tokens)"
     return label, with_tools(profile, len(tools), total / max(len(tools), 1))

@@ -29,6 +29,8 @@ from pydantic import (
     field_validator,
 )
 
+from contextkit.models import ModelInfo, resolve_model
+
 JsonValue: TypeAlias = Any
 """A JSON value (dict, list, str, int, float, bool, None), treated as read-only."""
 
@@ -268,6 +270,12 @@ class Conversation(Frozen):
         if isinstance(self.system, str):
             return (TextBlock(text=self.system),)
         return self.system
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """The request's model, resolved (:func:`~contextkit.models.resolve_model`, remembered per
+        id; :data:`~contextkit.models.UNKNOWN_MODEL` when the request names none)."""
+        return resolve_model(self.model)
 
     def with_messages(self, messages: Sequence[Message]) -> Conversation:
         """A copy with other messages (the same object when they are the same)."""

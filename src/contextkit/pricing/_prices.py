@@ -5,11 +5,14 @@ Contract: :class:`ModelPrice` holds absolute prices per token class (never multi
 way round). A tier applies its prices to the WHOLE request once the call's total input (uncached +
 cache writes + cache reads) exceeds its threshold.
 
-``lookup_price(model, when=None)`` resolves aliases (dated ids, dotted ids, ``anthropic/...``,
-Bedrock and Vertex ids) and returns None for an unknown model. Sources, highest precedence first:
-the user's override file (TOML; ``CONTEXTKIT_PRICES`` or :func:`use_price_overrides`), the
-corrections shipped in ``contextkit/data/price_corrections.toml`` (where the price library disagrees
-with the providers' pages), then the maintained ``genai-prices`` package (offline snapshot).
+``lookup_price(model, when=None)`` takes a :class:`~contextkit.models.ModelInfo` (its id already
+resolved: dated ids, dotted ids, ``anthropic/...``, Bedrock and Vertex ids) and returns None for an
+unknown model. Prices are looked up per call, at the call's date, rather than fixed in the
+ModelInfo: they change on dates within a session's span and can be overridden after a file was
+read. Sources, highest precedence first: the user's override file (TOML; ``CONTEXTKIT_PRICES``
+or :func:`use_price_overrides`), the corrections shipped in
+``contextkit/pricing/data/price_corrections.toml`` (where the price library disagrees with the
+providers' pages), then the maintained ``genai-prices`` package (offline snapshot).
 :func:`price_or_warn` warns once per unknown model; :func:`call_cost` returns None, which callers
 show as :data:`UNKNOWN_COST`. Nothing here raises for an unknown model; a malformed override file
 raises :class:`~contextkit.errors.ConfigError` naming the file.
@@ -32,8 +35,8 @@ import genai_prices
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextkit.errors import ConfigError
-from contextkit.models import genai_model_info, normalise_model, parse_claude
-from contextkit.session import Usage
+from contextkit.messages import Usage
+from contextkit.models import ModelInfo, genai_model_info, normalise_model, parse_claude
 
 PER_MILLION = 1_000_000
 PRICES_ENV = "CONTEXTKIT_PRICES"
@@ -193,14 +196,13 @@ class PriceOverride(BaseModel):
     tier: tuple[PriceTier, ...] = ()
     note: str = ""
 
-    def matches(self, model: str) -> bool:
+    def matches(self, model: ModelInfo) -> bool:
         """Same id, a ``match`` prefix of the raw or normalised name, or the same Claude model."""
-        name = normalise_model(model)
-        names = (name, model.strip().lower())
-        if name == normalise_model(self.id) or any(n.startswith(self.match) for n in names):
+        names = (model.name, model.id.strip().lower())
+        if model.name == normalise_model(self.id) or any(n.startswith(self.match) for n in names):
             return True
-        own, other = parse_claude(self.id), parse_claude(name)
-        return own is not None and other is not None and own.key == other.key
+        own = parse_claude(self.id)
+        return own is not None and model.claude is not None and own.key == model.claude.key
 
     def to_price(self, model: str, source: str) -> ModelPrice:
         base = _fill_missing({cls: getattr(self, cls) for cls in _CLASSES})
@@ -222,12 +224,12 @@ class PriceOverrides(BaseModel):
     source: str
     entries: tuple[PriceOverride, ...] = ()
 
-    def find(self, model: str, day: date) -> ModelPrice | None:
+    def find(self, model: ModelInfo, day: date) -> ModelPrice | None:
         valid = [e for e in self.entries if e.matches(model) and (e.since or date.min) <= day]
         if not valid:
             return None
         best = max(valid, key=lambda e: e.since or date.min)
-        return best.to_price(model, self.source)
+        return best.to_price(model.id, self.source)
 
 
 def parse_price_overrides(text: str, source: str) -> PriceOverrides:
@@ -269,7 +271,7 @@ def shipped_corrections() -> PriceOverrides:
         .joinpath("data", "price_corrections.toml")
         .read_text("utf-8")
     )
-    return parse_price_overrides(text, "contextkit/data/price_corrections.toml")
+    return parse_price_overrides(text, "contextkit/pricing/data/price_corrections.toml")
 
 
 _active: dict[str, PriceOverrides] = {}
@@ -304,8 +306,8 @@ LONG_CONTEXT_BETA_END = date(2026, 4, 30)
 Neither genai-prices nor a correction file dates the tier's end, so it is dropped here."""
 
 
-def _tiers_in_force(price: ModelPrice, model: str, day: date) -> ModelPrice:
-    claude = parse_claude(model)
+def _tiers_in_force(price: ModelPrice, model: ModelInfo, day: date) -> ModelPrice:
+    claude = model.claude
     legacy = (
         claude is not None
         and claude.tier == "sonnet"
@@ -320,18 +322,19 @@ def _tiers_in_force(price: ModelPrice, model: str, day: date) -> ModelPrice:
     return price
 
 
-def lookup_price(model: str | None, when: date | datetime | None = None) -> ModelPrice | None:
-    """Prices of ``model`` valid on ``when`` (default today), or None when nobody knows them."""
-    if not model:
+def lookup_price(model: ModelInfo, when: date | datetime | None = None) -> ModelPrice | None:
+    """Prices of ``model`` valid on ``when`` (default today), or None when nobody knows them
+    (a call that names no model, :data:`~contextkit.models.UNKNOWN_MODEL`, has none)."""
+    if not model.id:
         return None
     day = _day(when)
     for overrides in (_user(), shipped_corrections()):
         if overrides is not None and (found := overrides.find(model, day)) is not None:
             return _tiers_in_force(found, model, day)
-    found = _genai_price(normalise_model(model), day)
+    found = _genai_price(model.name, day)
     if found is None:
         return None
-    return _tiers_in_force(found.model_copy(update={"model": model}), model, day)
+    return _tiers_in_force(found.model_copy(update={"model": model.id}), model, day)
 
 
 def _day(when: date | datetime | None) -> date:
@@ -345,10 +348,10 @@ def _day(when: date | datetime | None) -> date:
 _warned: set[str] = set()
 
 
-def price_or_warn(model: str | None, when: date | datetime | None = None) -> ModelPrice | None:
+def price_or_warn(model: ModelInfo, when: date | datetime | None = None) -> ModelPrice | None:
     """:func:`lookup_price`, warning once per model (per process) when the price is unknown."""
     price = lookup_price(model, when)
-    key = model or "<no model>"
+    key = model.id or "<no model>"
     if price is None and key not in _warned:
         _warned.add(key)
         warnings.warn(
@@ -361,7 +364,7 @@ def price_or_warn(model: str | None, when: date | datetime | None = None) -> Mod
     return price
 
 
-def call_cost(model: str | None, usage: Usage, when: date | datetime | None = None) -> float | None:
+def call_cost(model: ModelInfo, usage: Usage, when: date | datetime | None = None) -> float | None:
     """USD of one call, or None when the model's price is unknown (warned once)."""
     price = price_or_warn(model, when)
     return price.cost(usage) if price is not None else None
@@ -383,7 +386,6 @@ __all__ = [
     "UnknownPriceWarning",
     "call_cost",
     "format_cost",
-    "genai_model_info",
     "load_price_overrides",
     "lookup_price",
     "parse_price_overrides",

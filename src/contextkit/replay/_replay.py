@@ -36,7 +36,6 @@ from contextkit._gc import no_cycle_collection
 from contextkit.accounting import Ledger, default_cache, price_session
 from contextkit.cache import AnthropicCache
 from contextkit.messages import Block, Conversation, Message
-from contextkit.models import context_window
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
 from contextkit.replay._recall import (
@@ -49,7 +48,7 @@ from contextkit.replay._recall import (
 )
 from contextkit.session import Call, Session
 from contextkit.strategies.base import CallFacts, Receipt, Strategy
-from contextkit.tokens import MemoCounter, TokenCounter, counter_for_model
+from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
 ASSUMPTION = (
     "replay keeps the recorded responses: it measures what each view would have cost and kept, "
@@ -339,10 +338,11 @@ def replay(
     window: int | None = None,
 ) -> Replay:
     """Replay ``session`` under ``strategy`` (see the module docstring)."""
-    counter = counter or counter_for_model(session.model)
+    model = session.model_info
+    counter = counter or counter_for(model)
     if isinstance(counter, MemoCounter):  # the tape's text, tokenised in one pass
         counter.prime((c.request for c in session.calls), (c.response for c in session.calls))
-    window = window or context_window(session.model) or 200_000
+    window = window or model.context_window or 200_000
     hidden = _hidden_tokens(session, counter, price)
     budget = budget_tokens or max(window - hidden - 16_000, 1)
     walker = _Walker(session)
@@ -423,8 +423,9 @@ def replay_as_recorded(
     window: int | None = None,
 ) -> Replay:
     """The recording itself: recorded requests, recorded usage where present (the real bill)."""
-    counter = counter or counter_for_model(session.model)
-    window = window or context_window(session.model) or 200_000
+    model = session.model_info
+    counter = counter or counter_for(model)
+    window = window or model.context_window or 200_000
     ledger = price_session(session, counter, price, output="recorded")
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
     rows = _rows(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)

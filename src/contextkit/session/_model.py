@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.messages import Conversation, Message, Usage
+from contextkit.models import ModelInfo, resolve_model
 
 
 class Record(BaseModel):
@@ -42,6 +43,11 @@ class Call(Record):
     """The harness changed cached content the file does not show, just before this call:
     ``"messages"`` the messages level (the cached prefix after tools and system no longer
     matches), ``"system"`` the system prompt too. Set by readers that know their harness."""
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """The call's model (``model``, else the request's), resolved once per id."""
+        return resolve_model(self.model or self.request.model)
 
 
 class SkippedRecord(Record):
@@ -74,6 +80,12 @@ class Session(Record):
         models = [c.model or c.request.model for c in self.calls]
         named = [m for m in models if m]
         return max(set(named), key=named.count) if named else None
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """:attr:`model`, resolved (:data:`~contextkit.models.UNKNOWN_MODEL` when no call names
+        one)."""
+        return resolve_model(self.model)
 
     def user_turns(self) -> tuple[tuple[int, ...], ...]:
         """Call indices grouped into user turns (a turn ends on a stop reason but tool use)."""

@@ -3,38 +3,18 @@
 Claude's tokenizer is not public. The estimate of a request's total input (uncached + cache writes
 + cache reads) is ``factor * base + thinking_factor * thinking + per_message * messages + per_tool *
 tools + per_tool_block * tool_blocks + fixed``, plus the documented hidden tool-use prompt
-(:func:`contextkit.models.tool_use_overhead`) when the request carries tools. ``base`` is the
+(:meth:`~contextkit.models.ModelInfo.tool_overhead`) when the request carries tools. ``base`` is the
 o200k count of the messages (thinking excluded), system prompt and tool schemas; ``thinking`` the
 o200k count of thinking blocks (``thinking_factor`` None: the same as ``factor``); ``tool_blocks``
 the number of ``tool_use`` and ``tool_result`` blocks (one figure for both: they always come in
 pairs, so the data cannot tell them apart).
 
-Contract:
-
-- :func:`sample_from_call` turns a request whose billed total input is known into a
-  :class:`CalibrationSample` (the features). :func:`session_samples` does it for every call of a
-  session whose system prompt and tools are NOT known (Claude Code files); such a session only
-  calibrates through DIFFERENCES of consecutive calls (:func:`session_pairs`), where the unknown
-  prefix cancels. A pair is used when the later request extends the earlier one (same messages
-  first), is not the first call after a compaction, is of the same family, and its recorded total
-  does not drop; a session whose recorded total is ever below the o200k count of its own messages
-  is not a real recording (synthetic usage) and gives no pair.
-- :func:`fit` fits one :class:`FamilyCalibration` per model family: MAP least squares on relative
-  errors of exact requests (noise ``ASSUMED_NOISE``) and on token errors of pair differences
-  (noise ``sqrt((ASSUMED_NOISE*delta)^2 + PAIR_NOISE_TOKENS^2)``), with a Gaussian prior on each
-  parameter, so a family with few or collinear data stays well-posed and falls back towards the
-  prior. Pairs are trimmed robustly: refit without those whose standardised residual lies more
-  than ``OUTLIER_Z`` scaled MADs (never less than the assumed noise) from the median (the modified
-  z-score rule), until the kept set is stable. Parameters pairs cannot see (``fixed``,
-  ``per_tool``) keep the prior, which for a family without exact requests is the fitted family
-  below it (claude-4.5 from claude-4). Families
-  without data keep their prior (``fitted=False``), derived from the fitted ones where the
-  documentation says how (Opus 4.7's tokenizer: about 1.30x Opus 4.6's).
-- Every fitted family reports its residuals: on exact requests (median, p90, max absolute relative
-  error and a leave-one-out median), and on sessions (the per-call error of total input predicted
-  as the accountant does: call 1's recorded total plus the counted growth since call 1).
-- :func:`default_calibration` reads the shipped defaults from ``contextkit/data/calibration.json``
-  (written by ``scripts/fit_calibration.py``) through :mod:`importlib.resources`.
+Contract: a :class:`Calibration` holds one :class:`FamilyCalibration` per model family
+(:attr:`~contextkit.models.ModelInfo.calibration_family`, the tokenizer generation), each with the
+residuals of its fit; :meth:`Calibration.for_model` picks a model's. :func:`default_calibration`
+reads the shipped defaults from ``contextkit/tokens/data/calibration.json`` (written by
+``scripts/fit_calibration.py``) through :mod:`importlib.resources`. How they are fitted:
+:mod:`contextkit.tokens._fit`.
 """
 
 from __future__ import annotations
@@ -50,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contextkit.errors import ConfigError
-from contextkit.models import parse_claude
+from contextkit.models import ModelInfo
 
 BASE_ENCODING = "o200k_base"
 NEW_TOKENIZER_RATIO = 1.30
@@ -118,24 +98,9 @@ class Calibration(Frozen):
     method: str = ""
     families: Mapping[str, FamilyCalibration]
 
-    def for_model(self, model: str | None) -> FamilyCalibration | None:
-        family = family_of(model)
+    def for_model(self, model: ModelInfo) -> FamilyCalibration | None:
+        family = model.calibration_family
         return self.families.get(family) if family is not None else None
-
-
-def family_of(model: str | None) -> str | None:
-    """Calibration family of a Claude model (tokenizer generation), None for other models."""
-    claude = parse_claude(model)
-    if claude is None:
-        return None
-    version = (claude.major, claude.minor)
-    if version < (4, 0):
-        return "claude-3"
-    if version < (4, 5):
-        return "claude-4"
-    if version < (4, 7):
-        return "claude-4.5"
-    return "claude-opus-4.7"  # Opus 4.7 and later: the newer tokenizer
 
 
 PRIORS: dict[str, FamilyCalibration] = {
@@ -179,12 +144,13 @@ def save_calibration(calibration: Calibration, path: str | Path) -> None:
 
 @cache
 def default_calibration() -> Calibration:
-    """The shipped defaults (``contextkit/data/calibration.json``)."""
+    """The shipped defaults (``contextkit/tokens/data/calibration.json``)."""
     data = resources.files("contextkit.tokens").joinpath("data", "calibration.json")
     try:
         return Calibration.model_validate_json(data.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
-        raise ConfigError(f"shipped contextkit/data/calibration.json is invalid: {exc}") from None
+        shipped = "contextkit/tokens/data/calibration.json"
+        raise ConfigError(f"shipped {shipped} is invalid: {exc}") from None
 
 
 __all__ = [
@@ -193,7 +159,6 @@ __all__ = [
     "FamilyCalibration",
     "Residuals",
     "default_calibration",
-    "family_of",
     "load_calibration",
     "save_calibration",
 ]

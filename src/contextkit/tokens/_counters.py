@@ -42,7 +42,7 @@ from contextkit.messages import (
     ToolUseBlock,
     to_payload,
 )
-from contextkit.models import is_openai, normalise_model, parse_claude, tool_use_overhead
+from contextkit.models import ModelInfo, resolve_model
 from contextkit.tokens._calibration import FamilyCalibration, default_calibration
 from contextkit.tokens._memo import ApproxCounter, MemoCounter, TokenCounter
 
@@ -119,14 +119,6 @@ def default_counter() -> MemoCounter:
     return get_counter("o200k_base")
 
 
-def openai_encoding(model: str) -> str:
-    """tiktoken's encoding for an OpenAI model (o200k_base when tiktoken does not know it)."""
-    try:
-        return str(tiktoken.model.encoding_name_for_model(normalise_model(model)))
-    except KeyError:
-        return "o200k_base"
-
-
 # --- calibrated -------------------------------------------------------------------------------
 
 
@@ -139,7 +131,7 @@ class CalibratedCounter(MemoCounter):
     total input of the request as billed (uncached + cache writes + cache reads).
     """
 
-    def __init__(self, base: MemoCounter, params: FamilyCalibration, model: str | None) -> None:
+    def __init__(self, base: MemoCounter, params: FamilyCalibration, model: ModelInfo) -> None:
         super().__init__()
         self.base = base
         self.params = params
@@ -153,7 +145,7 @@ class CalibratedCounter(MemoCounter):
     def name(self) -> str:
         encoding = getattr(self.base, "encoding", self.base.name).removesuffix("_base")
         status = "" if self.params.fitted else ", not fitted"
-        label = self.model or self.params.family
+        label = self.model.id or self.params.family
         return f"calibrated:{label} ({encoding} x{self.params.factor:.2f}{status})"
 
     def _count_text(self, text: str) -> int:
@@ -175,19 +167,20 @@ class CalibratedCounter(MemoCounter):
         total = super().count_conversation(conversation)
         if conversation.tools:
             extra = conversation.model_extra or {}
-            total += tool_use_overhead(self.model or conversation.model, extra.get("tool_choice"))
+            model = self.model if self.model.id else conversation.model_info
+            total += model.tool_overhead(extra.get("tool_choice"))
         return total
 
 
-def counter_for_model(model: str | None) -> TokenCounter:
+def counter_for(model: ModelInfo) -> TokenCounter:
     """The best offline counter for ``model``.
 
     Claude models of a calibrated family: :class:`CalibratedCounter`; OpenAI models: tiktoken with
     the model's encoding; anything else (or no tokenizer available): the approximate counter.
     """
-    if model and is_openai(model):
-        return get_counter(openai_encoding(model))
-    if model and parse_claude(model) is not None:
+    if model.tokenizer is not None:
+        return get_counter(model.tokenizer)
+    if model.is_claude:
         params = default_calibration().for_model(model)
         if params is not None:
             base = get_counter(params.base_encoding)
@@ -225,6 +218,7 @@ class AnthropicCountingCounter(MemoCounter):
 
             client = anthropic.Anthropic()
         self.model = model
+        self.info = resolve_model(model)
         self.client = client
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._cache: dict[str, int] = {}
@@ -286,7 +280,7 @@ class AnthropicCountingCounter(MemoCounter):
     def count_tool(self, tool: Tool) -> int:
         def compute() -> int:
             request = {"messages": [{"role": "user", "content": "."}], "tools": [to_payload(tool)]}
-            hidden = tool_use_overhead(self.model)
+            hidden = self.info.tool_overhead()
             return max(self.count_request(request) - self._framing() - 1 - hidden, 0)
 
         return self._memoised(tool, compute)
@@ -298,8 +292,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenizerUnavailable",
     "TokenizerUnavailableWarning",
-    "counter_for_model",
+    "counter_for",
     "default_counter",
     "get_counter",
-    "openai_encoding",
 ]

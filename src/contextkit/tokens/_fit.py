@@ -1,6 +1,29 @@
-"""Fitting the calibration (see :mod:`contextkit.tokens` for the model it fits): the
-features of recorded calls (:func:`sample_from_call`, :func:`session_samples`), consecutive-call
-pairs (:func:`session_pairs`), and the MAP fit per family (:func:`fit`) with its residuals.
+"""Fitting the calibration of :mod:`contextkit.tokens._calibration` on recorded usage.
+
+Contract:
+
+- :func:`sample_from_call` turns a request whose billed total input is known into a
+  :class:`CalibrationSample` (the features). :func:`session_samples` does it for every call of a
+  session whose system prompt and tools are NOT known (Claude Code files); such a session only
+  calibrates through DIFFERENCES of consecutive calls (:func:`session_pairs`), where the unknown
+  prefix cancels. A pair is used when the later request extends the earlier one (same messages
+  first), is not the first call after a compaction, is of the same family, and its recorded total
+  does not drop; a session whose recorded total is ever below the o200k count of its own messages
+  is not a real recording (synthetic usage) and gives no pair.
+- :func:`fit` fits one :class:`FamilyCalibration` per model family: MAP least squares on relative
+  errors of exact requests (noise ``ASSUMED_NOISE``) and on token errors of pair differences
+  (noise ``sqrt((ASSUMED_NOISE*delta)^2 + PAIR_NOISE_TOKENS^2)``), with a Gaussian prior on each
+  parameter, so a family with few or collinear data stays well-posed and falls back towards the
+  prior. Pairs are trimmed robustly: refit without those whose standardised residual lies more
+  than ``OUTLIER_Z`` scaled MADs (never less than the assumed noise) from the median (the modified
+  z-score rule), until the kept set is stable. Parameters pairs cannot see (``fixed``,
+  ``per_tool``) keep the prior, which for a family without exact requests is the fitted family
+  below it (claude-4.5 from claude-4). Families
+  without data keep their prior (``fitted=False``), derived from the fitted ones where the
+  documentation says how (Opus 4.7's tokenizer: about 1.30x Opus 4.6's).
+- Every fitted family reports its residuals: on exact requests (median, p90, max absolute relative
+  error and a leave-one-out median), and on sessions (the per-call error of total input predicted
+  as the accountant does: call 1's recorded total plus the counted growth since call 1).
 """
 
 from __future__ import annotations
@@ -13,7 +36,7 @@ from itertools import pairwise
 import numpy as np
 
 from contextkit.messages import Conversation, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from contextkit.models import tool_use_overhead
+from contextkit.models import ModelInfo, resolve_model
 from contextkit.session import Call, Session
 from contextkit.tokens._calibration import (
     ASSUMED_NOISE,
@@ -29,7 +52,6 @@ from contextkit.tokens._calibration import (
     FamilyCalibration,
     Frozen,
     Residuals,
-    family_of,
 )
 from contextkit.tokens._counters import TiktokenCounter
 from contextkit.tokens._memo import MemoCounter
@@ -58,6 +80,11 @@ class CalibrationSample(Frozen):
         return self.message_tokens + self.tool_tokens + self.system_tokens
 
     @property
+    def family(self) -> str | None:
+        """The calibration family of the sample's model (its id is kept as recorded)."""
+        return resolve_model(self.model).calibration_family
+
+    @property
     def key(self) -> tuple[object, ...]:
         """Identical requests give identical keys (their repeats add no information)."""
         return tuple(self.model_dump(exclude={"label"}).values())
@@ -74,7 +101,7 @@ class SessionSamples(Frozen):
 
     @property
     def family(self) -> str | None:
-        return family_of(self.samples[0].model) if self.samples else None
+        return self.samples[0].family if self.samples else None
 
 
 class CalibrationPair(Frozen):
@@ -104,8 +131,8 @@ def base_counter() -> MemoCounter:
 
 def sample_from_call(call: Call, counter: MemoCounter, label: str = "") -> CalibrationSample | None:
     """Features of a call with an exact request and billed usage (None when it has neither)."""
-    model = call.model or call.request.model
-    if call.usage is None or not call.exact or model is None or family_of(model) is None:
+    model = call.model_info
+    if call.usage is None or not call.exact or model.calibration_family is None:
         return None
     return sample_from_request(
         call.request, model, call.usage.total_input, counter, call=call, label=label
@@ -114,7 +141,7 @@ def sample_from_call(call: Call, counter: MemoCounter, label: str = "") -> Calib
 
 def sample_from_request(
     request: Conversation,
-    model: str,
+    model: ModelInfo,
     billed: int,
     counter: MemoCounter,
     *,
@@ -127,14 +154,14 @@ def sample_from_request(
     blocks = [b for m in request.messages if not isinstance(m.content, str) for b in m.content]
     thinking = sum(counter.count_block(b) for b in blocks if isinstance(b, ThinkingBlock))
     return CalibrationSample(
-        model=model,
+        model=model.id,
         billed=billed,
         message_tokens=sum(counter.count_message(m) for m in request.messages) - thinking,
         tool_tokens=sum(counter.count_tool(t) for t in request.tools),
         system_tokens=counter.count_system(request),
         messages=len(request.messages),
         tools=len(request.tools),
-        overhead=tool_use_overhead(model, choice, when) if request.tools else 0,
+        overhead=model.tool_overhead(choice, when) if request.tools else 0,
         thinking_tokens=thinking,
         tool_blocks=sum(isinstance(b, ToolUseBlock | ToolResultBlock) for b in blocks),
         label=label,
@@ -145,8 +172,8 @@ def session_samples(session: Session, counter: MemoCounter, label: str) -> Sessi
     """Every call's features, when every call has billed usage and a Claude model (else None)."""
     samples = []
     for i, call in enumerate(session.calls):
-        model = call.model or call.request.model
-        if call.usage is None or model is None or family_of(model) is None:
+        model = call.model_info
+        if call.usage is None or model.calibration_family is None:
             return None
         billed = call.usage.total_input
         samples.append(
@@ -175,7 +202,7 @@ def session_pairs(record: SessionSamples) -> tuple[list[CalibrationPair], Counte
         before, after = samples[k - 1], samples[k]
         if k in record.compactions:
             skipped["first call after a compaction"] += 1
-        elif family_of(before.model) != family_of(after.model):
+        elif before.family != after.family:
             skipped["model family changed"] += 1
         elif record.extends and not record.extends[k - 1]:
             skipped["request does not extend the previous one"] += 1
@@ -282,7 +309,7 @@ def anchored_errors(params: FamilyCalibration, record: SessionSamples) -> np.nda
     accountant does (call 1's recorded total + the counted growth since call 1)."""
     first = record.samples[0]
     start = predict(params, first)
-    rest = [s for s in record.samples[1:] if family_of(s.model) == family_of(first.model)]
+    rest = [s for s in record.samples[1:] if s.family == first.family]
     return np.array(
         [abs(first.billed + predict(params, s) - start - s.billed) / max(s.billed, 1) for s in rest]
     )
@@ -436,7 +463,7 @@ def fit(
     """Fit every family the samples or sessions cover; derive the others (module docstring)."""
     by_family: dict[str, list[CalibrationSample]] = {}
     for sample in samples:
-        family = family_of(sample.model)
+        family = sample.family
         if family is not None:
             by_family.setdefault(family, []).append(sample)
     records: dict[str, list[SessionSamples]] = {}
