@@ -284,8 +284,9 @@ def stop_reason(response: Message, recorded: str | None = None) -> str:
 
     A recorded finish reason (OpenAI ``finish_reason``, Gemini ``finishReason``) is mapped, but a
     ``stop`` on a response that calls tools is ``tool_use`` (the harness runs the tools and calls
-    again: the turn goes on, whatever the provider said); when the file records none, it is inferred from the response: ``tool_use`` when it calls a tool,
-    ``end_turn`` otherwise (what the provider returns for a reply without tool calls).
+    again: the turn goes on, whatever the provider said); when the file records none, it is
+    inferred from the response: ``tool_use`` when it calls a tool, ``end_turn`` otherwise (what
+    the provider returns for a reply without tool calls).
     """
     calls_tools = any(isinstance(b, ToolUseBlock) for b in response.blocks)
     if recorded == "stop" and calls_tools:

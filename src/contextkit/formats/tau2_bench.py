@@ -307,7 +307,8 @@ class Prefix:
 
 def _result(raw: Mapping[str, Any]) -> ToolResultBlock:
     content = raw.get("content") or ""
-    return ToolResultBlock(tool_use_id=raw["id"], content=content, is_error=bool(raw.get("error")))
+    error = True if raw.get("error") else None  # as the chat mapping leaves it when unset
+    return ToolResultBlock(tool_use_id=raw["id"], content=content, is_error=error)
 
 
 # --------------------------------------------------------------------------------------------------
