@@ -41,6 +41,7 @@ _READER_MODULES: tuple[str, ...] = (
     "claude_code",
     "gemini_cli",
     "openhands_eval",
+    "openhands_sdk",
     "openhands",
     "tau2_bench",
     "tau_bench",

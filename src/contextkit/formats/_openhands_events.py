@@ -183,7 +183,7 @@ class EventStream:
             return None
         if isinstance(entry.get("response_id"), str):
             self.usage_ids.add(entry["response_id"])
-        return _usage_entry(entry)
+        return usage_from_token_usage(entry)
 
     def _observation(self, event: Mapping[str, Any], kind: str) -> None:
         content = str(event.get("content") or "")
@@ -222,7 +222,7 @@ class EventStream:
         )
 
 
-def _usage_entry(entry: Mapping[str, Any]) -> Usage | None:
+def usage_from_token_usage(entry: Mapping[str, Any]) -> Usage | None:
     """A ``token_usages`` entry (OpenHands' ``TokenUsage``) as :class:`Usage`."""
     return usage_from_litellm(
         {
@@ -305,4 +305,10 @@ def _metrics_model(event: Mapping[str, Any]) -> str | None:
     return as_str(usages[-1].get("model")) if usages else None
 
 
-__all__ = ["EventStream", "check_event", "is_event", "tool_from_openai"]
+__all__ = [
+    "EventStream",
+    "check_event",
+    "is_event",
+    "tool_from_openai",
+    "usage_from_token_usage",
+]
