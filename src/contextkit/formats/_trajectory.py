@@ -224,6 +224,11 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """An object value, or an empty mapping for anything else (a missing or null field)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def parse_time(value: object) -> datetime | None:
     """An ISO 8601 string or a Unix time in seconds; None when it is neither."""
     if isinstance(value, str):
@@ -424,6 +429,7 @@ __all__ = [
     "Reply",
     "UserTurn",
     "as_int",
+    "as_mapping",
     "as_str",
     "calls_from_messages",
     "fail_at",

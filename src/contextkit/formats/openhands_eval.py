@@ -41,7 +41,7 @@ from typing import Any
 
 from contextkit.formats._io import Skips, iter_jsonl
 from contextkit.formats._openhands_events import EventStream, check_event, is_event
-from contextkit.formats._trajectory import as_str, peek
+from contextkit.formats._trajectory import as_mapping, as_str, peek
 from contextkit.session import LoadedFile, Session
 
 NAME = "openhands-eval"
@@ -94,7 +94,7 @@ def _read_instance(
         skips.fail(problem, line)
         return None
     instance = str(record["instance_id"])
-    metrics = _mapping(record.get("metrics"))
+    metrics = as_mapping(record.get("metrics"))
     usages = [u for u in metrics.get("token_usages") or () if isinstance(u, Mapping)]
     stream = EventStream(usages=usages, model=_configured_model(record))
     history: list[Any] = record.get("history") or []
@@ -107,12 +107,8 @@ def _read_instance(
     return stream.session(path, format=NAME, session_id=instance, notes=_notes(record, metrics))
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _configured_model(record: Mapping[str, Any]) -> str | None:
-    llm_config = _mapping(_mapping(record.get("metadata")).get("llm_config"))
+    llm_config = as_mapping(as_mapping(record.get("metadata")).get("llm_config"))
     return as_str(llm_config.get("model"))
 
 

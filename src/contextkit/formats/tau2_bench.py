@@ -64,6 +64,7 @@ from contextkit.formats._trajectory import (
     Reply,
     UserTurn,
     as_int,
+    as_mapping,
     as_str,
     calls_from_messages,
     load_doc,
@@ -137,9 +138,9 @@ class Run:
 
     @classmethod
     def from_info(cls, info: object) -> Run:
-        info = _mapping(info)
-        agent, user = _mapping(info.get("agent_info")), _mapping(info.get("user_info"))
-        environment = _mapping(info.get("environment_info"))
+        info = as_mapping(info)
+        agent, user = as_mapping(info.get("agent_info")), as_mapping(info.get("user_info"))
+        environment = as_mapping(info.get("environment_info"))
         return cls(
             agent_model=as_str(agent.get("llm")),
             user_model=as_str(user.get("llm")),
@@ -148,10 +149,6 @@ class Run:
             tools=_tools(environment.get("tool_defs")),
             user_tools=_tools(environment.get("user_tool_defs")) or (),
         )
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _tools(defs: object) -> tuple[Tool, ...] | None:
@@ -272,13 +269,21 @@ class View:
                     model=self.model,
                     usage=usage_from_litellm(raw.get("usage")),
                     timestamp=parse_time(raw.get("timestamp")),
-                    finish_reason=as_str(_mapping(raw.get("raw_data")).get("finish_reason")),
+                    finish_reason=as_str(as_mapping(raw.get("raw_data")).get("finish_reason")),
                 )
             )
         self.messages.append(_own_turn(raw))
 
-    def session(self, path: Path, session_id: str, prefix: Prefix, **links: Any) -> Session:
-        """The session of this view (``links``: ``subagents`` or ``parent_session_id``)."""
+    def session(
+        self,
+        path: Path,
+        session_id: str,
+        prefix: Prefix,
+        *,
+        subagents: tuple[Session, ...] = (),
+        parent_session_id: str | None = None,
+    ) -> Session:
+        """The session of this view."""
         messages = tuple(self.messages)
         calls = calls_from_messages(
             messages, self.replies, system=prefix.system, tools=prefix.tools
@@ -291,7 +296,8 @@ class View:
             prefix_known=prefix.known,
             set_aside=dict(self.set_aside),
             notes=tuple(prefix.notes),
-            **links,
+            subagents=subagents,
+            parent_session_id=parent_session_id,
         )
 
 
@@ -373,7 +379,7 @@ def _simulation_notes(simulation: Mapping[str, Any], agent: View) -> list[str]:
     notes = []
     if not simulation.get("messages"):
         notes.append("the simulation has no messages")
-    reward = _mapping(simulation.get("reward_info")).get("reward")
+    reward = as_mapping(simulation.get("reward_info")).get("reward")
     reason = as_str(simulation.get("termination_reason"))
     if reason or reward is not None:
         notes.append(f"tau2 simulation {simulation.get('id')}: reward {reward}, ended by {reason}")
