@@ -13,12 +13,6 @@ SESSION_SUFFIXES = frozenset({".jsonl", ".json", ".traj", ".md"})
 PENDING_READERS: dict[str, str] = {
     "pi-mono/large-session.jsonl": "issue 18: no reader for pi sessions yet",
     "aider/chat-history.md": "issue 18: no reader for aider chat histories yet",
-    "tau2-bench/gpt-4.1_airline_default_gpt-4.1_1trials.json": (
-        "issue 18: no reader for tau2-bench results yet"
-    ),
-    "openhands-eval/multi_swe_bench-example-output.jsonl": (
-        "issue 18: no reader for OpenHands evaluation output.jsonl yet"
-    ),
 }
 """Corpus files no reader takes yet, relative to the corpus root. The per-file "reads" test marks
 exactly these as strict expected failures, so an entry must go as soon as its reader works; the

@@ -44,6 +44,11 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """An object value, or an empty mapping for anything else (a missing or null field)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def parse_time(value: object) -> datetime | None:
     """An ISO 8601 string or a Unix time in seconds; None when it is neither."""
     if isinstance(value, str):
@@ -102,13 +107,18 @@ _FINISH_REASONS = {
 def stop_reason(response: Message, recorded: str | None = None) -> str:
     """The call's stop reason in Anthropic's words.
 
-    A recorded finish reason (OpenAI ``finish_reason``, Gemini ``finishReason``) is mapped; when
-    the file records none, it is inferred from the response: ``tool_use`` when it calls a tool,
-    ``end_turn`` otherwise (what the provider returns for a reply without tool calls).
+    A recorded finish reason (OpenAI ``finish_reason``, Gemini ``finishReason``) is mapped, but a
+    ``stop`` on a response that calls tools is ``tool_use`` (the harness runs the tools and calls
+    again: the turn goes on, whatever the provider said); when the file records none, it is
+    inferred from the response: ``tool_use`` when it calls a tool, ``end_turn`` otherwise (what
+    the provider returns for a reply without tool calls).
     """
+    calls_tools = any(isinstance(b, ToolUseBlock) for b in response.blocks)
+    if recorded == "stop" and calls_tools:
+        return "tool_use"  # some providers behind OpenAI-style proxies say "stop" for tool calls
     if recorded:
         return _FINISH_REASONS.get(recorded, recorded)
-    return "tool_use" if any(isinstance(b, ToolUseBlock) for b in response.blocks) else "end_turn"
+    return "tool_use" if calls_tools else "end_turn"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -240,6 +250,7 @@ __all__ = [
     "Reply",
     "UserTurn",
     "as_int",
+    "as_mapping",
     "as_str",
     "calls_from_messages",
     "fail_at",
