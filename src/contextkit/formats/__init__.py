@@ -40,6 +40,7 @@ _READER_MODULES: tuple[str, ...] = (
     "anthropic",
     "claude_code",
     "gemini_cli",
+    "pi",
     "openhands",
     "tau_bench",
     "mini_swe_agent",
