@@ -11,7 +11,6 @@ NOTES = frozenset({"SOURCES.md", "README.upstream.md"})
 SESSION_SUFFIXES = frozenset({".jsonl", ".json", ".traj", ".md"})
 
 PENDING_READERS: dict[str, str] = {
-    "aider/chat-history.md": "issue 18: no reader for aider chat histories yet",
     "tau2-bench/gpt-4.1_airline_default_gpt-4.1_1trials.json": (
         "issue 18: no reader for tau2-bench results yet"
     ),

@@ -41,6 +41,8 @@ _READER_MODULES: tuple[str, ...] = (
     "claude_code",
     "gemini_cli",
     "pi",
+    "aider",
+    "aider_llm",
     "openhands",
     "tau_bench",
     "mini_swe_agent",
