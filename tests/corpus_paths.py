@@ -10,10 +10,7 @@ NOTES = frozenset({"SOURCES.md", "README.upstream.md"})
 
 SESSION_SUFFIXES = frozenset({".jsonl", ".json", ".traj", ".md"})
 
-PENDING_READERS: dict[str, str] = {
-    "pi-mono/large-session.jsonl": "issue 18: no reader for pi sessions yet",
-    "aider/chat-history.md": "issue 18: no reader for aider chat histories yet",
-}
+PENDING_READERS: dict[str, str] = {}
 """Corpus files no reader takes yet, relative to the corpus root. The per-file "reads" test marks
 exactly these as strict expected failures, so an entry must go as soon as its reader works; the
 tests that loop over the corpus leave them out (they cannot be read) through

@@ -364,7 +364,7 @@ def test_script_writes_a_loadable_calibration(corpus: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.corpus
-def test_counter_for_model_estimates_billed_input_on_raw_traces(corpus: Path) -> None:
+def test_counter_for_estimates_billed_input_on_raw_traces(corpus: Path) -> None:
     """The user-facing path (per-part rounding, hidden tool prompt) meets the same 5% bound."""
     calls = [c for c in _script().calls_from_trace(corpus / TRACE) if c.usage is not None]
     errors = []

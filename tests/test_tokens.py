@@ -141,9 +141,11 @@ FALLBACK_SCRIPT = """
 import json, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
+    from contextkit.models import resolve_model
     from contextkit.tokens import counter_for, default_counter, get_counter
     names = [default_counter().name, get_counter("o200k_base").name,
-             counter_for_model("claude-sonnet-4").name, counter_for_model("gpt-4o").name]
+             counter_for(resolve_model("claude-sonnet-4")).name,
+             counter_for(resolve_model("gpt-4o")).name]
 print(json.dumps({"names": names,
                   "warnings": [(w.category.__name__, str(w.message)) for w in caught]}))
 """
@@ -180,7 +182,7 @@ def test_no_encoding_offline_falls_back_with_one_clear_warning(tmp_path: Path) -
         (None, "approx:4chars"),
     ],
 )
-def test_counter_for_model_says_which_counter(model: str | None, name: str) -> None:
+def test_counter_for_says_which_counter(model: str | None, name: str) -> None:
     assert counter_for(resolve_model(model)).name.startswith(name)
 
 

@@ -25,7 +25,7 @@ from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_rec
 from contextkit.session import Session
 from contextkit.strategies.config import strategy_from_spec
 
-SESSION_SUFFIXES = (".jsonl", ".json", ".traj")
+SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Counters: :class:`ApproxCounter` (characters / 4, always available), :class:`Tik
 :class:`TokenizerUnavailableWarning` and falls back to the approximate counter),
 :class:`CalibratedCounter` (a tiktoken base count scaled per Claude model family, fitted on recorded
 usage: see :mod:`contextkit.tokens`) and :class:`AnthropicCountingCounter` (the provider's
-counting endpoint, online and optional, cached by request content). :func:`counter_for_model`
+counting endpoint, online and optional, cached by request content). :func:`counter_for`
 picks the right one for a model; its ``name`` says which was picked.
 """
 
