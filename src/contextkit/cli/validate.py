@@ -105,7 +105,7 @@ def check_file(path: Path, *, lenient: bool = False, rules: Rules | None = None)
 def _violations(loaded: LoadedFile, rules: Rules | None) -> Iterator[CallViolation]:
     """Violations per call; ``rules`` None: each session's own provider's rules."""
     calls = (
-        (call, rules or rules_for_model(session.model, session.format))
+        (call, rules or rules_for_model(session.model_info, session.format))
         for session in loaded.sessions
         for call in session.calls
     )

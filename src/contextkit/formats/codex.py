@@ -37,16 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, first_json_object, iter_jsonl
-from contextkit.formats.openai_responses import (
+from contextkit.formats._responses_items import (
     System,
     _message_blocks,
     _output_blocks,
     _result_block,
     _side,
     _user_message,
-    _with_instructions,
-    usage_from_responses,
 )
+from contextkit.formats.openai_responses import _with_instructions, usage_from_responses
 from contextkit.messages import Block, Conversation, Message
 from contextkit.session import Call, LoadedFile, Session, Usage
 

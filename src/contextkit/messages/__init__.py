@@ -5,21 +5,6 @@ response reports, the receipts of changes, and the invariants a provider enforce
 
 from __future__ import annotations
 
-from contextkit.messages._invariants import (
-    CODES,
-    FAILED_TEXT,
-    INTERRUPTED_TEXT,
-    OPENAI_WIRE_FORMATS,
-    PLACEHOLDER_USER_TEXT,
-    PROVIDER_RULES,
-    Code,
-    Rules,
-    Violation,
-    repair,
-    rules_for,
-    rules_for_model,
-    validate,
-)
 from contextkit.messages._model import (
     BLOCK_ADAPTER,
     BLOCKS_ADAPTER,
@@ -53,8 +38,27 @@ from contextkit.messages._model import (
 from contextkit.messages._receipt import (
     Receipt,
 )
+from contextkit.messages._repair import (
+    FAILED_TEXT,
+    INTERRUPTED_TEXT,
+    PLACEHOLDER_USER_TEXT,
+    repair,
+)
+from contextkit.messages._rules import (
+    CODES,
+    OPENAI_WIRE_FORMATS,
+    PROVIDER_RULES,
+    Code,
+    Rules,
+    Violation,
+    rules_for,
+    rules_for_model,
+)
 from contextkit.messages._usage import (
     Usage,
+)
+from contextkit.messages._validate import (
+    validate,
 )
 
 __all__ = [
