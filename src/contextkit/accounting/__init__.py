@@ -5,6 +5,14 @@ figures from recorded usage, and a session's breakdown (:func:`inspect_session`)
 
 from __future__ import annotations
 
+from contextkit.accounting._doctor import (
+    CAUSES,
+    CacheDiagnosis,
+    CacheEvent,
+    CallCache,
+    diagnose_cache,
+    diagnosis_json,
+)
 from contextkit.accounting._inspect import (
     PARTS,
     SessionReport,
@@ -25,14 +33,20 @@ from contextkit.accounting._ledger import (
 )
 
 __all__ = [
+    "CAUSES",
     "CLASSES",
     "PARTS",
+    "CacheDiagnosis",
+    "CacheEvent",
+    "CallCache",
     "Ledger",
     "OutputSource",
     "SessionReport",
     "TokenTable",
     "ToolResultCost",
     "default_cache",
+    "diagnose_cache",
+    "diagnosis_json",
     "heaviest_tool_results",
     "inspect_session",
     "ledger_totals",

@@ -1,5 +1,6 @@
-"""``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png] [--lenient]``: where each
-session's context went and what it cost. Parses, calls
+"""``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png] [--lenient] [--cache]``:
+where each session's context went and what it cost; ``--cache`` adds the cache doctor (the cause
+of every recorded cache write, with tokens and dollars). Parses, calls
 :func:`contextkit.accounting.inspect_session` per session, prints rich tables (or one JSON
 document),
 and saves the plots when asked.
@@ -16,7 +17,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextkit.accounting import PARTS, SessionReport, inspect_session, report_json
+from contextkit.accounting import (
+    PARTS,
+    CacheDiagnosis,
+    SessionReport,
+    diagnose_cache,
+    diagnosis_json,
+    inspect_session,
+    report_json,
+)
 from contextkit.accounting.plots import save_session_plots
 from contextkit.cli._app import app, console, err_console, print_json
 from contextkit.formats import load
@@ -107,6 +116,44 @@ def _summary(report: SessionReport) -> str:
     return "\n".join(lines)
 
 
+def _cache_table(diagnosis: CacheDiagnosis) -> Table:
+    hit, amp, explained = diagnosis.hit_rate, diagnosis.write_amplification, diagnosis.explained
+    title = (f"cache: hit rate {hit:.1%}" if hit is not None else "cache: no input",)[0] + (
+        f", write amplification {amp:.2f}x" if amp is not None else ""
+    )
+    if explained is not None:
+        title += f", {explained:.1%} of written tokens explained"
+    table = Table(title=title, title_justify="left")
+    for column, justify in (("cause", "left"), ("calls", "right"), ("written", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_column("share", justify="right")
+    table.add_column("cost", justify="right")
+    calls: dict[str, set[int]] = {}
+    for event in (e for c in diagnosis.calls for e in c.events):
+        calls.setdefault(event.cause, set()).add(event.call)
+    written = diagnosis.written or 1
+    for cause, (tokens, usd) in diagnosis.by_cause().items():
+        table.add_row(
+            cause,
+            f"{len(calls[cause]):,}",
+            f"{tokens:,}",
+            f"{tokens / written:.1%}",
+            format_cost(usd),
+        )
+    return table
+
+
+def _cache_events(diagnosis: CacheDiagnosis, top: int = 5) -> str:
+    """The costliest rewrites (new content left out), one line each."""
+    events = [e for c in diagnosis.calls for e in c.events if e.cause not in ("new content",)]
+    events.sort(key=lambda e: e.tokens, reverse=True)
+    return "\n".join(
+        f"call {e.call + 1}: {e.cause}, {e.tokens:,} tokens written, {format_cost(e.usd)}"
+        + (f": {e.detail}" if e.detail else "")
+        for e in events[:top]
+    )
+
+
 @app.command("inspect")
 def inspect_command(
     files: Annotated[list[Path], typer.Argument(help="Session files (any supported format).")],
@@ -120,17 +167,34 @@ def inspect_command(
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Skip bad records (each one is listed).")
     ] = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="The cache doctor: why each recorded cache write happened, and its cost.",
+        ),
+    ] = False,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
     reports = inspect_files(files, model, lenient)
     if plot is not None:
         save_session_plots([r.ledger for r in reports], plot)
+    doctor = [diagnose_cache(r.session) if cache else None for r in reports]
     if json_out:
-        print_json({"sessions": [report_json(r) for r in reports]})
+        docs = [report_json(r) for r in reports]
+        if cache:
+            for doc, found in zip(docs, doctor, strict=True):
+                doc["cache"] = diagnosis_json(found) if found is not None else None
+        print_json({"sessions": docs})
         return
-    for report in reports:
+    for report, found in zip(reports, doctor, strict=True):
         console.print(_parts_table(report))
         console.print(_cost_table(report))
         console.print(_summary(report), highlight=False)
+        if cache and found is None:
+            console.print("cache: no recorded usage, nothing to diagnose", highlight=False)
+        elif found is not None:
+            console.print(_cache_table(found))
+            console.print(_cache_events(found), highlight=False)
     if plot is not None:
         console.print(f"plot saved to {plot}")

@@ -38,6 +38,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from contextkit.models import route_of_response
 from contextkit.session import Call
 
 
@@ -240,6 +241,7 @@ def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) ->
         timestamp=first.timestamp,
         stop_reason=stop,
         request_id=next((r.request_id for r in group if r.request_id), None),
+        route=route_of_response(next((r.message_id for r in group if r.message_id), None)),
         exact=False,
         line=first.line,
     )

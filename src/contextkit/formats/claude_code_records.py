@@ -69,6 +69,7 @@ class Rec:
     key: str | None = None
     """Assistant lines: the response they belong to (``requestId``, else ``message.id``)."""
     request_id: str | None = None
+    message_id: str | None = None
     model: str | None = None
     stop_reason: str | None = None
     usage: Usage | None = None
@@ -175,7 +176,7 @@ def _message_rec(obj: Mapping[str, Any], kind: str, line: int, rank: int) -> Rec
 def _assistant_fields(obj: Mapping[str, Any], message: Mapping[str, Any], rec: Rec) -> None:
     rec.model = _opt_str(message, "model", "message.")
     rec.request_id = _opt_str(obj, "requestId")
-    message_id = _opt_str(message, "id", "message.")
+    message_id = rec.message_id = _opt_str(message, "id", "message.")
     rec.stop_reason = _opt_str(message, "stop_reason", "message.")
     if obj.get("isApiErrorMessage") is True or rec.model == "<synthetic>":
         rec.kind = "link"

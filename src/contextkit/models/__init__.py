@@ -29,6 +29,7 @@ from contextkit.models._ids import (
     parse_claude,
     provider_of,
     route_of,
+    route_of_response,
 )
 from contextkit.models._info import UNKNOWN_MODEL, ModelInfo, calibration_family, resolve_model
 
@@ -57,4 +58,5 @@ __all__ = [
     "provider_of",
     "resolve_model",
     "route_of",
+    "route_of_response",
 ]

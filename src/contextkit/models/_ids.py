@@ -79,6 +79,19 @@ def route_of(model: str) -> str | None:
     return None
 
 
+_RESPONSE_ID_ROUTES = (("msg_bdrk_", "bedrock"), ("msg_vrtx_", "vertex"))
+
+
+def route_of_response(response_id: str | None) -> str | None:
+    """The route a response id shows: Bedrock's ``msg_bdrk_...``, Vertex's ``msg_vrtx_...``;
+    None for a first-party ``msg_...`` id or none (a gateway may still have served it)."""
+    if response_id:
+        for prefix, route in _RESPONSE_ID_ROUTES:
+            if response_id.startswith(prefix):
+                return route
+    return None
+
+
 def provider_of(name: str) -> str | None:
     """``"anthropic"`` or ``"openai"`` for a normalised id, else None."""
     if parse_claude(name) is not None or name.startswith("claude"):
@@ -86,4 +99,12 @@ def provider_of(name: str) -> str | None:
     return "openai" if is_openai(name) else None
 
 
-__all__ = ["ClaudeModel", "is_openai", "normalise_model", "parse_claude", "provider_of", "route_of"]
+__all__ = [
+    "ClaudeModel",
+    "is_openai",
+    "normalise_model",
+    "parse_claude",
+    "provider_of",
+    "route_of",
+    "route_of_response",
+]

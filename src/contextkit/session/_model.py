@@ -44,10 +44,18 @@ class Call(Record):
     ``"messages"`` the messages level (the cached prefix after tools and system no longer
     matches), ``"system"`` the system prompt too. Set by readers that know their harness."""
 
+    route: str | None = None
+    """How the call was served where the file says (``"bedrock"``, ``"vertex"``: from response
+    ids); None when nothing says (first party, or unknown)."""
+
     @property
     def model_info(self) -> ModelInfo:
-        """The call's model (``model``, else the request's), resolved once per id."""
-        return resolve_model(self.model or self.request.model)
+        """The call's model (``model``, else the request's), resolved once per id, with the
+        call's ``route`` where the file gives one."""
+        info = resolve_model(self.model or self.request.model)
+        return (
+            info if self.route is None or info.route == self.route else info.with_route(self.route)
+        )
 
 
 class SkippedRecord(Record):

@@ -1,0 +1,240 @@
+"""The cache doctor: every recorded cache write gets a cause, on hand-built sessions (one per
+cause) and on every corpus session with recorded usage."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from contextkit.accounting import CAUSES, CacheDiagnosis, diagnose_cache, diagnosis_json
+from contextkit.cli import app
+from contextkit.formats import load
+from contextkit.messages import Conversation, Message, Usage
+from contextkit.models import resolve_model
+from contextkit.pricing import lookup_price
+from contextkit.replay import find_session_files
+from contextkit.session import Call, Session
+from contextkit.testing import assistant, thinking, tool_result, tool_use, user
+
+T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+MODEL = "claude-sonnet-4-5"
+
+
+def _u(read: int, write: int, uncached: int = 2, *, ttl: str = "5m") -> Usage:
+    w5, w1h = (write, 0) if ttl == "5m" else (0, write)
+    return Usage(input_tokens=uncached, cache_write_5m=w5, cache_write_1h=w1h, cache_read=read)
+
+
+def _history(turns: int) -> list[Message]:
+    """A tool loop: user prompt, then (assistant tool_use, user tool_result) pairs."""
+    out = [user("start")]
+    for k in range(turns):
+        out += [assistant(tool_uses=[tool_use(f"t{k}")]), user(tool_result(f"t{k}", f"out {k}"))]
+    return out
+
+
+def _call(messages: list[Message], usage: Usage, at: float = 0.0, **extra: object) -> Call:
+    model = str(extra.pop("model", MODEL))
+    request = Conversation(model=model, messages=tuple(messages))
+    return Call(
+        request=request,
+        usage=usage,
+        model=model,
+        timestamp=T0 + timedelta(seconds=at),
+        stop_reason="tool_use",
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _session(*calls: Call, **extra: object) -> Session:
+    return Session(path="built", format="test", calls=calls, **extra)  # type: ignore[arg-type]
+
+
+def _diagnose(session: Session) -> CacheDiagnosis:
+    found = diagnose_cache(session)
+    assert found is not None
+    return found
+
+
+def _causes(session: Session) -> dict[str, int]:
+    return {k: tokens for k, (tokens, _) in _diagnose(session).by_cause().items()}
+
+
+def _two(second: Usage, at: float = 10.0, **extra: object) -> Session:
+    """Call 0 writes 5,000; call 1 extends it; ``second`` is what call 1 was billed."""
+    return _session(_call(_history(1), _u(0, 5000)), _call(_history(2), second, at, **extra))
+
+
+def test_first_write_and_new_content() -> None:
+    found = _causes(_two(_u(5000, 700)))
+    assert found == {"first write": 5000, "new content": 700}
+
+
+def test_ttl_expiry_and_whether_an_hour_would_have_kept_it() -> None:
+    diagnosis = _diagnose(_two(_u(0, 5700), at=17 * 60))
+    assert _causes(_two(_u(0, 5700), at=17 * 60)) == {
+        "first write": 5000,
+        "ttl expiry": 5000,
+        "new content": 700,
+    }
+    (event,) = [e for e in diagnosis.calls[1].events if e.cause == "ttl expiry"]
+    assert "17m00s" in event.detail
+    assert "a 1h TTL would have kept it" in event.detail
+    assert not _causes(_two(_u(5000, 700), at=4 * 60)).get("ttl expiry")
+
+
+def test_model_switch() -> None:
+    found = _causes(_two(_u(0, 5700), model="claude-opus-4-6"))
+    assert found["model switch"] == 5000
+
+
+def test_harness_reset_the_reader_saw() -> None:
+    found = _causes(_two(_u(0, 5700), cache_reset="system"))
+    assert found["harness reset"] == 5000
+
+
+def test_compaction() -> None:
+    summary = [user("summary of what came before"), *_history(1)[1:]]
+    session = _session(
+        _call(_history(3), _u(0, 9000)), _call(summary, _u(0, 1200), 10), compactions=(1,)
+    )
+    assert _causes(session)["compaction"] == 1200
+
+
+def test_prefix_changed_at_an_edited_message() -> None:
+    edited = _history(2)
+    edited[2] = user(tool_result("t0", "a different output"))
+    session = _session(_call(_history(2), _u(0, 5000)), _call(edited, _u(0, 5100), 10))
+    diagnosis = _diagnose(session)
+    (event,) = [e for e in diagnosis.calls[1].events if e.cause == "prefix changed"]
+    assert "message 2 (user) differs" in event.detail
+    assert "counted" in event.detail  # the shared part is an estimate, and says so
+
+
+def test_thinking_stripped_at_a_new_user_turn() -> None:
+    """Sonnet 4.5 drops earlier turns' thinking when a new user turn opens: the prefix from the
+    first thinking block on is written again."""
+    first = [user("q1"), assistant(thinking("let me think " * 50), "answer")]
+    second = [*first, user("q2")]
+    session = _session(_call(first, _u(0, 3000)), _call(second, _u(0, 3100), 10))
+    found = _causes(session)
+    assert found["thinking stripped"] > 0
+    kept = session.model_copy(
+        update={
+            "calls": tuple(c.model_copy(update={"model": "claude-opus-4-6"}) for c in session.calls)
+        }
+    )
+    assert resolve_model("claude-opus-4-6").keeps_prior_thinking()
+    assert "thinking stripped" not in _causes(kept)
+
+
+def test_routing_falls_back_to_an_older_entry() -> None:
+    calls = [
+        _call(_history(1), _u(0, 5000)),
+        _call(_history(2), _u(5000, 700), 10),
+        _call(_history(3), _u(5000, 1400), 20),  # read call 0's entry, not call 1's
+    ]
+    routed = _session(*(c.model_copy(update={"route": "bedrock"}) for c in calls))
+    diagnosis = _diagnose(routed)
+    (event,) = [e for e in diagnosis.calls[2].events if e.cause == "routing"]
+    assert event.tokens == 700
+    assert "bedrock: the read fell back to call 0's entry" in event.detail
+
+
+def test_reset_inferred_from_where_the_read_stopped() -> None:
+    """A file without its system prompt and tools: a read that stops at their size means the
+    harness changed the messages it had cached (the detail says it is inferred)."""
+    calls = [
+        _call(_history(1), _u(0, 30_000)),
+        _call(_history(2), _u(29_950, 400), 10),
+        _call(_history(3), _u(29_950, 900), 20),  # the read stopped at the hidden prefix
+    ]
+    session = _session(*calls, prefix_known=False)
+    diagnosis = _diagnose(session)
+    (event,) = [e for e in diagnosis.calls[2].events if e.cause == "harness reset"]
+    assert event.detail.startswith("inferred from the reads")
+
+
+def test_unexplained_when_nothing_accounts_for_it() -> None:
+    calls = [
+        _call(_history(1), _u(0, 5000)),
+        _call(_history(2), _u(1000, 4700), 10),  # read less, no event, first party
+    ]
+    found = _causes(_session(*calls))
+    assert found["unexplained"] == 4000
+    assert _diagnose(_session(*calls)).explained == pytest.approx(1 - 4000 / 9700)
+
+
+def test_dollars_of_a_rewrite_are_what_it_cost_beyond_a_read() -> None:
+    diagnosis = _diagnose(_two(_u(0, 5700), at=17 * 60))
+    price = lookup_price(resolve_model(MODEL), T0)
+    assert price is not None
+    events = {e.cause: e for e in diagnosis.calls[1].events}
+    extra = (price.cache_write_5m - price.cache_read) / 1e6
+    assert events["ttl expiry"].usd == pytest.approx(5000 * extra)
+    assert events["new content"].usd == pytest.approx(700 * price.cache_write_5m / 1e6)
+
+
+def test_session_figures_and_json() -> None:
+    diagnosis = _diagnose(_two(_u(5000, 700)))
+    assert diagnosis.written == 5700
+    assert diagnosis.hit_rate == pytest.approx(5000 / (5002 + 5702))
+    assert diagnosis.unique_tokens == 5002 + 5702 - 5000
+    doc = diagnosis_json(diagnosis)
+    causes = diagnosis.by_cause()
+    assert doc["by_cause"] == {
+        "first write": {"tokens": 5000, "usd": pytest.approx(causes["first write"][1])},
+        "new content": {"tokens": 700, "usd": pytest.approx(causes["new content"][1])},
+    }
+    events = doc["events"]
+    assert isinstance(events, list)
+    assert {e["cause"] for e in events} <= set(CAUSES)
+
+
+def test_no_usage_no_diagnosis() -> None:
+    assert diagnose_cache(_session(Call(request=Conversation(messages=(user("x"),))))) is None
+
+
+@pytest.mark.corpus
+def test_every_corpus_session_with_usage_has_a_cause_for_95_percent_of_writes(
+    corpus: Path,
+) -> None:
+    checked = 0
+    routed = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unknown prices: dollars are None, causes still hold
+        for path in find_session_files([corpus]).files:
+            for top in load(path, lenient=True).sessions:
+                for session in top.all_sessions():
+                    diagnosis = diagnose_cache(session)
+                    if diagnosis is None or not diagnosis.written:
+                        continue
+                    assert diagnosis.explained is not None
+                    assert diagnosis.explained >= 0.95, (path, session.session_id)
+                    checked += 1
+                    routed += any(c.route == "bedrock" for c in session.calls)
+    assert checked >= 30
+    assert routed >= 2  # the Bedrock sessions are among them
+
+
+@pytest.mark.corpus
+def test_inspect_cache_on_a_bedrock_session(corpus: Path) -> None:
+    """``contextkit inspect --cache``: the table names the causes; ``--json`` carries them."""
+    path = corpus / "codemie-claude" / "session-9eda1058.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(app, ["inspect", "--cache", str(path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "cache: hit rate" in text
+    assert "routing" in text
+    assert "bedrock:" in text
+    result = runner.invoke(app, ["inspect", "--cache", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    (doc,) = json.loads(result.stdout)["sessions"]
+    assert doc["cache"]["explained"] >= 0.95
+    assert "routing" in doc["cache"]["by_cause"]
