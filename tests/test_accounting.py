@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contextkit.accounting import Ledger, price_session
+from contextkit.accounting import NO_MISSES, Ledger, price_session
 from contextkit.cache import AnthropicCache
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
@@ -163,7 +163,8 @@ def test_recorded_usage_beside_simulated_and_hidden_prefix_inferred() -> None:
         ),
     )
     session = Session(path="<cc>", format="claude-code", calls=calls, prefix_known=False)
-    ledger = price_session(session, WordCounter(), PRICE)
+    # The simulator alone: the misses no request shows are tested in tests/test_misses.py.
+    ledger = price_session(session, WordCounter(), PRICE, misses=NO_MISSES)
     # Recorded total input of call 1 (5300) minus the counted messages (300) is the hidden prefix.
     assert ledger.prefix_inferred_tokens == 5000
     assert any("inferred" in note for note in ledger.notes)

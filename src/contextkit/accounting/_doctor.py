@@ -13,9 +13,10 @@ tokens and dollars:
   0).
 - A shortfall gets the first cause that holds: ``compaction``; ``model switch``; ``harness reset``
   (the reader saw the harness change cached content the file does not show: ``Call.cache_reset``;
-  or, for a file without its system prompt and tools, the read stopped at or before them, which
-  only a change there explains: pi writes the time into its system prompt, Claude Code rewrites
-  the cached messages at some user turns; the detail says it is inferred); ``ttl expiry``
+  or, for a file without its system prompt and tools, nothing was read, or the read stopped inside
+  the prefix the file omits, which only a change there explains: pi writes the time into its
+  system prompt, Claude Code rewrites the cached messages at some user turns; the detail says it
+  is inferred, and which level); ``ttl expiry``
   (the gap since the previous call exceeds the TTL the writes used; the detail says whether a 1h
   TTL would have kept it); ``thinking stripped`` (a model that drops earlier turns' thinking, at
   a new user turn); ``prefix changed`` (the first differing message and what changed);
@@ -58,6 +59,8 @@ CAUSES = (
     "unexplained",
 )
 """Every cause, in the order the doctor tries them (the first two are not shortfalls)."""
+NOTHING_READ = 1024
+"""Fewer tokens read than the smallest cacheable prefix: nothing was read."""
 HIDDEN_MARGIN = 0.1
 HIDDEN_MARGIN_TOKENS = 2000
 """How near the inferred size of the hidden system prompt and tools a read must stop to be taken
@@ -95,6 +98,8 @@ class CacheDiagnosis:
     session_id: str | None
     calls: tuple[CallCache, ...]
     unique_tokens: int
+    hidden_tokens: int = 0
+    """The system prompt and tools (and anything else) the file omits, inferred from usage."""
 
     @property
     def written(self) -> int:
@@ -149,7 +154,7 @@ def diagnose_cache(session: Session, counter: TokenCounter | None = None) -> Cac
         diag = _diagnose(session, i, call, prev, shared, hidden)
         out.append(diag)
         unique += max(diag.total_input - shared.cached, 0)
-    return CacheDiagnosis(session.path, session.session_id, tuple(out), unique)
+    return CacheDiagnosis(session.path, session.session_id, tuple(out), unique, hidden)
 
 
 def _usage(call: Call) -> Usage:
@@ -250,18 +255,17 @@ def _miss(session: Session, i: int, call: Call, hidden: int) -> tuple[str, str]:
     if call.model_info.route is not None:
         return "routing", _fallback(session, i, call)
     read = _usage(call).cache_read
-    if hidden:
-        margin = max(HIDDEN_MARGIN * hidden, HIDDEN_MARGIN_TOKENS)
-        if read < hidden - margin:
-            return "harness reset", (
-                f"inferred from the reads: {read} tokens read, less than the {hidden}-token "
-                "system prompt and tools the file omits: the harness changed them"
-            )
-        if read <= hidden + margin:
-            return "harness reset", (
-                f"inferred from the reads: the read stopped at the system prompt and tools "
-                f"({read} tokens): the harness changed the messages it had cached"
-            )
+    if hidden and read < NOTHING_READ:
+        return "harness reset", (
+            "inferred from the reads: nothing was read though the file shows the prefix "
+            "unchanged: the harness changed its system prompt or tools (system level)"
+        )
+    if hidden and read <= hidden + max(HIDDEN_MARGIN * hidden, HIDDEN_MARGIN_TOKENS):
+        return "harness reset", (
+            f"inferred from the reads: the read stopped at {read} tokens, inside the "
+            f"{hidden}-token prefix the file omits: the harness changed the cached messages "
+            "(messages level)"
+        )
     return "unexplained", ""
 
 
@@ -337,7 +341,7 @@ def _prefix_change(
         return "prefix changed", "the system prompt changed", 0
     k = _shared_messages(before.messages, now.messages)
     if k == len(before.messages):
-        if not keeps and _opens_turn(now):
+        if not keeps and opens_turn(now):
             first = _first_thinking(before.messages)
             if first is not None:
                 return (
@@ -353,7 +357,7 @@ def _prefix_change(
     return "prefix changed", f"message {k} ({before.messages[k].role}) differs", k
 
 
-def _opens_turn(request: Conversation) -> bool:
+def opens_turn(request: Conversation) -> bool:
     """The request ends on a new user turn: its trailing user messages (which the provider
     merges into one turn) hold no tool result."""
     trailing = 0

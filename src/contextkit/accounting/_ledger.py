@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
+from contextkit.accounting._misses import MissModel, apply_misses, shipped_miss_model
 from contextkit.cache import (
     TTL_1H_S,
     TTL_5M_S,
@@ -209,6 +210,7 @@ def price_session(
     output: OutputSource = "counted",
     model: str | None = None,
     requests: Sequence[Conversation] | None = None,
+    misses: MissModel | None = None,
 ) -> Ledger:
     """Simulate the cache over ``session`` and price every call.
 
@@ -222,6 +224,9 @@ def price_session(
     the calls' times, resets, responses and recorded usage; the hidden prefix is still inferred
     from the recorded first request, which the recorded usage billed, and the default ``cache``
     from the recorded requests (pass ``cache`` to price other requests another way).
+    ``misses``: the cache misses no request shows (a route's, a harness's own rewrites), fitted
+    on recordings (:mod:`contextkit.accounting._misses`); default the shipped model, ``NO_MISSES``
+    to leave them out.
     """
     if requests is not None and len(requests) != len(session.calls):
         raise ValueError(f"{len(requests)} requests for {len(session.calls)} calls")
@@ -247,6 +252,11 @@ def price_session(
         sim.step(request, c.timestamp, c.cache_reset)
         for c, request in zip(session.calls, sent, strict=True)
     ]
+    misses = shipped_miss_model() if misses is None else misses
+    if misses.applies_to(session):
+        hidden = sum(p.tokens for p in prefix)
+        cached = apply_misses(cached, session, sent, hidden, misses)
+        notes.append(_misses_note(session, misses))
     resets = [i for i, c in enumerate(session.calls) if c.cache_reset]
     if resets:
         notes.append(
@@ -267,6 +277,18 @@ def price_session(
         prefix=prefix,
         notes=notes,
     )
+
+
+def _misses_note(session: Session, misses: MissModel) -> str:
+    routes = sorted({c.route for c in session.calls if c.route and c.route in misses.route_loss})
+    parts = [f"{r}: {misses.route_loss[r].share:.0%} of servable reads lost" for r in routes]
+    reset = misses.turn_reset.get(session.format)
+    if reset is not None:
+        parts.append(
+            f"{session.format}: {reset.probability:.0%} of new user turns rewrite what the file "
+            f"omits, keeping {reset.kept_share:.0%} of it"
+        )
+    return "cache misses no request shows, expected from recordings: " + "; ".join(parts)
 
 
 def _with_output(usage: TokenCounts, output_tokens: int) -> Usage:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contextkit.accounting import Ledger, default_cache
+from contextkit.accounting import Ledger, apply_misses, default_cache, shipped_miss_model
 from contextkit.cache import (
     TTL_1H_S,
     TTL_5M_S,
@@ -314,10 +314,16 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     sim = CacheSimulator(s.config, s.counter, s.prefix, warm_tokens=s.warm_tokens)
     memo: dict[object, int] = {}
     hidden = sum(p.tokens for p in s.prefix)
+    requests = [s.editor(call.request) for call in session.calls]
+    simulated = [
+        sim.step(request, call.timestamp, call.cache_reset)
+        for call, request in zip(session.calls, requests, strict=True)
+    ]
+    misses = shipped_miss_model()  # the misses no request shows, as price_session applies them
+    if misses.applies_to(session):
+        simulated = apply_misses(simulated, session, requests, hidden, misses)
     rows = []
-    for call in session.calls:
-        request = s.editor(call.request)
-        cached = sim.step(request, call.timestamp, call.cache_reset)
+    for call, request, cached in zip(session.calls, requests, simulated, strict=True):
         u = cached.usage
         prefix = min(hidden + _head_tokens(request, s.counter, memo), cached.context_tokens)
         rows.append(

@@ -1,0 +1,166 @@
+"""Fit the cache miss model on recorded sessions, and measure the accountant leave-one-source-out.
+
+``uv run python scripts/fit_miss_model.py [CORPUS] [--out PATH] [--check] [--loso] [--json]``
+
+CORPUS defaults to ``$CONTEXTKIT_CORPUS``. The model (see ``contextkit.accounting._misses``) is
+fitted on every session of the corpus with recorded usage and written to
+``src/contextkit/accounting/data/miss_model.json`` (``--check``: printed, not written).
+
+``--loso`` measures what the accountant would say on sources it has never seen: for each source (a
+top-level folder of the corpus: one repository or team), the miss model is fitted on every other
+source and the source's Claude Code sessions with 2+ calls are priced as recorded with it; the
+error of the simulated input-side cost (uncached + cache writes + cache reads, in dollars)
+against the recorded bill is reported per session and per source, with the median absolute and
+mean signed error over all sessions, and the per-call error of total input. Sessions whose usage
+is synthetic (a recorded total below the count of the session's own messages) are listed apart:
+they are test fixtures, not bills. The calibration of the token counter is the shipped one: it
+was fitted on the corpus too, and ``scripts/fit_calibration.py --loso`` measures it on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from contextkit.accounting import MissModel, fit_miss_model, price_session, save_miss_model
+from contextkit.formats import load
+from contextkit.replay import find_session_files
+from contextkit.session import Session
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "src" / "contextkit" / "accounting" / "data" / "miss_model.json"
+
+
+def corpus_sessions(root: Path) -> Iterator[tuple[str, Path, Session]]:
+    """(source, file, session) for every session with recorded usage on every call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in find_session_files([root]).files:
+            source = path.relative_to(root).parts[0]
+            for top in load(path, lenient=True).sessions:
+                for session in top.all_sessions():
+                    if session.calls and all(c.usage is not None for c in session.calls):
+                        yield source, path, session
+
+
+def synthetic(session: Session) -> bool:
+    """Recorded totals below the count of the session's own messages: not a real bill."""
+    from contextkit.tokens import counter_for  # noqa: PLC0415 (script-local)
+
+    counter = counter_for(session.model_info)
+    for call in session.calls:
+        assert call.usage is not None
+        if call.usage.total_input < counter.count_conversation(call.request) * 0.9:
+            return True
+    return False
+
+
+def input_error(session: Session, misses: MissModel) -> tuple[float, list[float]]:
+    """(relative error of the simulated input-side cost, per-call errors of total input)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ledger = price_session(session, output="recorded", misses=misses)
+    assert ledger.recorded is not None
+    simulated = float(np.nansum(ledger.simulated.input_cost_usd))
+    recorded = float(np.nansum(ledger.recorded.input_cost_usd))
+    totals = ledger.recorded.total_input
+    per_call = [
+        float(s / r - 1) for s, r in zip(ledger.context_tokens, totals, strict=True) if r > 0
+    ]
+    return (simulated / recorded - 1 if recorded else float("nan")), per_call
+
+
+def loso(rows: list[tuple[str, Path, Session]]) -> dict[str, object]:
+    sources = sorted({s for s, _, _ in rows})
+    per_session: list[dict[str, object]] = []
+    per_call: list[float] = []
+    for held in sources:
+        others = [s for src, _, s in rows if src != held]
+        model = fit_miss_model(others)
+        for src, path, session in rows:
+            if src != held or session.format != "claude-code" or len(session.calls) < 2:
+                continue
+            err, calls = input_error(session, model)
+            fake = synthetic(session)
+            per_session.append(
+                {
+                    "source": src,
+                    "file": path.name,
+                    "session": session.session_id,
+                    "calls": len(session.calls),
+                    "error": err,
+                    "synthetic usage": fake,
+                }
+            )
+            if not fake:
+                per_call.extend(calls)
+    real = [r for r in per_session if not r["synthetic usage"]]
+    errors = [float(r["error"]) for r in real]  # type: ignore[arg-type]
+    return {
+        "sessions": per_session,
+        "median_abs_error": statistics.median(abs(e) for e in errors) if errors else None,
+        "mean_signed_error": statistics.fmean(errors) if errors else None,
+        "per_call_median_abs_error": (
+            statistics.median(abs(e) for e in per_call) if per_call else None
+        ),
+        "calls": len(per_call),
+    }
+
+
+def _print_loso(result: dict[str, object]) -> None:
+    print("| source | session | calls | simulated vs recorded input cost |")
+    print("|---|---|---|---|")
+    for row in result["sessions"]:  # type: ignore[attr-defined]
+        mark = " (synthetic usage: left out)" if row["synthetic usage"] else ""
+        print(
+            f"| {row['source']} | {row['file']} {str(row['session'])[:8]} | {row['calls']} "
+            f"| {row['error']:+.1%}{mark} |"
+        )
+    print(
+        f"\nmedian |error| {result['median_abs_error']:.1%}, mean signed "
+        f"{result['mean_signed_error']:+.1%}, per-call total input median |error| "
+        f"{result['per_call_median_abs_error']:.1%} over {result['calls']} calls"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpus", nargs="?", default=os.environ.get("CONTEXTKIT_CORPUS"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--loso", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.corpus or not Path(args.corpus).is_dir():
+        print("a corpus folder is needed (argument or $CONTEXTKIT_CORPUS)", file=sys.stderr)
+        return 2
+    root = Path(args.corpus)
+    rows = list(corpus_sessions(root))
+    if args.loso:
+        result = loso(rows)
+        if args.json:
+            print(json.dumps(result, indent=2, default=str))
+        else:
+            _print_loso(result)
+        return 0
+    sources = sorted({s for s, _, _ in rows})
+    data = [f"{src}: {sum(s == src for s, _, _ in rows)} sessions" for src in sources]
+    model = fit_miss_model((s for _, _, s in rows), data=data)
+    print(model.model_dump_json(indent=2))
+    if not args.check:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        save_miss_model(model, args.out)
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

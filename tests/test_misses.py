@@ -1,0 +1,139 @@
+"""The miss model: cache misses no request shows, fitted on what the doctor finds and applied to
+the recorded requests and every strategy's views alike."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from contextkit.accounting import (
+    NO_MISSES,
+    MissModel,
+    RouteLoss,
+    TurnReset,
+    fit_miss_model,
+    load_miss_model,
+    price_session,
+    save_miss_model,
+    shipped_miss_model,
+)
+from contextkit.errors import ConfigError
+from contextkit.formats import load
+from contextkit.messages import Conversation, Message, Usage
+from contextkit.pricing import ModelPrice
+from contextkit.replay import find_session_files
+from contextkit.session import Call, Session
+from contextkit.testing import FixedCounter, assistant, tool_result, tool_use, user
+
+T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+PRICE = ModelPrice(
+    model="m", input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3
+)
+
+
+def _call(messages: list[Message], usage: Usage, at: float, route: str | None = None) -> Call:
+    return Call(
+        request=Conversation(model="claude-sonnet-4-5", messages=tuple(messages)),
+        response=assistant("ok"),
+        usage=usage,
+        model="claude-sonnet-4-5",
+        timestamp=T0 + timedelta(seconds=at),
+        route=route,
+    )
+
+
+def _loop(route: str | None = None, fmt: str = "claude-code") -> Session:
+    """Three calls: a tool loop, then a new user turn."""
+    first = [user("x" * 400)]
+    second = [*first, assistant(tool_uses=[tool_use("t1")]), user(tool_result("t1", "y" * 400))]
+    third = [*second, assistant("done"), user("next question " * 10)]
+    calls = (
+        _call(first, Usage(input_tokens=2, cache_write_5m=20_000), 0, route),
+        _call(second, Usage(input_tokens=2, cache_write_5m=300, cache_read=20_000), 10, route),
+        _call(third, Usage(input_tokens=2, cache_write_5m=200, cache_read=20_300), 20, route),
+    )
+    return Session(path="built", format=fmt, calls=calls, prefix_known=False)
+
+
+def _reads(session: Session, misses: MissModel) -> list[int]:
+    ledger = price_session(session, FixedCounter(), PRICE, misses=misses)
+    return [int(x) for x in ledger.simulated.cache_read]
+
+
+def test_a_route_loses_its_share_of_every_read() -> None:
+    session = _loop(route="bedrock")
+    plain = _reads(session, NO_MISSES)
+    lossy = MissModel(route_loss={"bedrock": RouteLoss(share=0.25)})
+    assert _reads(session, lossy) == [plain[0], *(r - round(0.25 * r) for r in plain[1:])]
+    ledger = price_session(session, FixedCounter(), PRICE, misses=lossy)
+    plain_ledger = price_session(session, FixedCounter(), PRICE, misses=NO_MISSES)
+    moved = sum(plain) - sum(_reads(session, lossy))
+    written = int(
+        ledger.simulated.cache_write_5m.sum() - plain_ledger.simulated.cache_write_5m.sum()
+    )
+    assert written == moved  # what is not read is written again, at the call's TTL
+    assert any("bedrock: 25% of servable reads lost" in n for n in ledger.notes)
+
+
+def test_a_harness_reset_at_new_user_turns_only() -> None:
+    session = _loop()
+    plain = _reads(session, NO_MISSES)
+    model = MissModel(turn_reset={"claude-code": TurnReset(probability=0.5, kept_share=0.0)})
+    reads = _reads(session, model)
+    assert reads[:2] == plain[:2]  # call 1 answers a tool result: not a new turn
+    assert reads[2] == plain[2] - round(0.5 * plain[2])
+    other = _loop(fmt="pi")  # the model names claude-code only
+    assert _reads(other, model) == _reads(other, NO_MISSES)
+
+
+def test_kept_share_keeps_what_the_file_omits() -> None:
+    session = _loop()
+    ledger = price_session(session, FixedCounter(), PRICE, misses=NO_MISSES)
+    hidden = ledger.prefix_inferred_tokens or 0
+    assert hidden > 0
+    model = MissModel(turn_reset={"claude-code": TurnReset(probability=1.0, kept_share=0.5)})
+    plain = _reads(session, NO_MISSES)
+    assert _reads(session, model)[2] == round(0.5 * hidden)
+    assert plain[2] > round(0.5 * hidden)
+
+
+def test_save_and_load(tmp_path: Path) -> None:
+    model = MissModel(route_loss={"bedrock": RouteLoss(share=0.3, calls=4)}, data=("x",))
+    save_miss_model(model, tmp_path / "m.json")
+    assert load_miss_model(tmp_path / "m.json") == model
+    (tmp_path / "bad.json").write_text('{"route_loss": 3}')
+    with pytest.raises(ConfigError, match="not a valid miss model"):
+        load_miss_model(tmp_path / "bad.json")
+
+
+def test_fit_on_hand_built_sessions() -> None:
+    """A routed session that read nothing after call 0, beside one that read everything."""
+    routed = _loop(route="bedrock")
+    calls = list(routed.calls)
+    calls[1] = calls[1].model_copy(
+        update={"usage": Usage(input_tokens=2, cache_write_5m=20_300, cache_read=0)}
+    )
+    lossy = routed.model_copy(update={"calls": tuple(calls)})
+    model = fit_miss_model([lossy, _loop(route="bedrock")])
+    loss = model.route_loss["bedrock"]
+    assert loss.lost_tokens == 20_000
+    assert loss.share == pytest.approx(20_000 / loss.servable_tokens)
+
+
+@pytest.mark.corpus
+def test_the_shipped_model_is_the_corpus_fit(corpus: Path) -> None:
+    """scripts/fit_miss_model.py wrote it from the corpus as it is (rerun the script if not)."""
+    sessions: list[Session] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in find_session_files([corpus]).files:
+            for top in load(path, lenient=True).sessions:
+                sessions.extend(s for s in top.all_sessions() if s.calls)
+    fitted = fit_miss_model(sessions)
+    shipped = shipped_miss_model()
+    assert shipped.route_loss == fitted.route_loss
+    assert shipped.turn_reset == fitted.turn_reset
+    assert shipped.route_loss["bedrock"].share > 0.1
