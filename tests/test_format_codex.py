@@ -12,7 +12,7 @@ from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats.codex import ItemsBuilder
 from contextkit.formats.openai_responses import from_responses_items
-from contextkit.messages import ToolResultBlock
+from contextkit.messages import Conversation, ToolResultBlock, rules_for, validate
 from contextkit.session import Usage
 
 TS = "2026-05-11T08:27:17.490Z"
@@ -207,3 +207,47 @@ def test_corpus_rollout_without_token_counts(corpus: Path) -> None:
     ]
     assert len(users) == 3
     assert sum(1 for c in session.calls if c.stop_reason == "end_turn") == 3
+
+
+def _items_conversation(items: list[dict[str, object]]) -> Conversation:
+    system, messages = from_responses_items(items)
+    return Conversation(system=system, messages=messages)
+
+
+CALL: dict[str, object] = {
+    "type": "function_call",
+    "call_id": "c1",
+    "name": "shell",
+    "arguments": "{}",
+}
+OUTPUT: dict[str, object] = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+ASK: dict[str, object] = {
+    "type": "message",
+    "role": "user",
+    "content": [{"type": "input_text", "text": "go"}],
+}
+
+
+def _message(role: str, text: str) -> dict[str, object]:
+    return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+
+
+def test_a_developer_message_between_a_call_and_its_output_is_accepted() -> None:
+    """OpenAI accepts it (Codex records instruction updates so): no false finding."""
+    items = [ASK, CALL, _message("developer", "approval policy changed"), OUTPUT]
+    assert validate(_items_conversation(items), provider=rules_for("openai")) == ()
+    # Anthropic has no such role: there the same history is one it would reject.
+    codes = {v.code for v in validate(_items_conversation(items), provider="anthropic")}
+    assert codes == {"results_not_first"}
+
+
+def test_requests_openai_rejects_still_fail() -> None:
+    rules = rules_for("openai")
+    unanswered = validate(_items_conversation([ASK, CALL, _message("user", "hi")]), provider=rules)
+    assert {v.code for v in unanswered} == {"dangling_tool_use"}
+    user_between = [ASK, CALL, _message("user", "a real user message"), OUTPUT]
+    assert {v.code for v in validate(_items_conversation(user_between), provider=rules)} == {
+        "results_not_first"
+    }
+    orphan = validate(_items_conversation([ASK, OUTPUT]), provider=rules)
+    assert {v.code for v in orphan} == {"orphan_tool_result"}

@@ -86,6 +86,11 @@ class Rules(BaseModel):
     thinking_needs_signature: bool = True
     unique_tool_use_ids: bool = True
     """Tool-use ids are unique across the whole conversation (else: within one assistant turn)."""
+    instructions_between_calls: bool = False
+    """A developer or system message may stand between tool calls and their results (OpenAI
+    accepts one there: Codex records its instruction updates so). Such messages are the ones a
+    reader marks with their original role in the ``openai`` field (see ``formats._chat_messages``);
+    real user content there still breaks ``results_not_first``."""
 
 
 PROVIDER_RULES: Mapping[str, Rules] = {
@@ -98,6 +103,7 @@ PROVIDER_RULES: Mapping[str, Rules] = {
         first_must_be_user=False,
         thinking_needs_signature=False,
         unique_tool_use_ids=False,
+        instructions_between_calls=True,
     ),
 }
 

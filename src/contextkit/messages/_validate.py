@@ -165,7 +165,19 @@ def _check_pairing(messages: Sequence[Message], rules: Rules) -> Iterator[Violat
                     yield _at("dangling_tool_use", i, j, detail)
         else:
             before = turns[k - 1] if k > 0 else []
+            if rules.instructions_between_calls:
+                located = [(i, j, b) for i, j, b in located if not _instruction(messages[i])]
             yield from _check_results(located, _use_ids(messages, before))
+
+
+INSTRUCTION_ROLES = frozenset({"developer", "system"})
+
+
+def _instruction(message: Message) -> bool:
+    """A developer or system message recorded in the user role (its original role kept by the
+    reader in the ``openai`` field)."""
+    meta = (message.model_extra or {}).get("openai")
+    return isinstance(meta, dict) and meta.get("role") in INSTRUCTION_ROLES
 
 
 def _duplicate_uses(messages: Sequence[Message], across_turns: bool) -> Iterator[Violation]:
