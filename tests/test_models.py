@@ -148,3 +148,28 @@ def test_the_guard_sees_a_parse() -> None:
     tree = ast.parse("from contextkit.models import parse_claude\nparse_claude('claude-x')\n")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
     assert [getattr(c.func, "id", None) for c in calls] == ["parse_claude"]
+
+
+def test_a_session_carries_the_window_its_harness_ran() -> None:
+    calls = (Call(request=Conversation(model="claude-opus-4-6"), model="claude-opus-4-6"),)
+    plain = Session(path="x", format="test", calls=calls)
+    assert plain.model_info.context_window == 1_000_000  # the model's own
+    ran = Session(path="x", format="test", calls=calls, context_window=200_000)
+    assert (ran.model_info.context_window, ran.model_info.max_context_window) == (
+        200_000,
+        1_000_000,
+    )
+
+
+@pytest.mark.corpus
+def test_claude_code_sessions_ran_at_200k(corpus: Path) -> None:
+    """Claude Code ran Opus 4.6 at 200k (it compacted near 167k): replays flag calls over it."""
+    from contextkit.formats import load  # noqa: PLC0415 (corpus tests only)
+    from contextkit.replay import run_strategy  # noqa: PLC0415
+
+    (session,) = load(corpus / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").sessions
+    assert session.model == "claude-opus-4-6"
+    assert session.model_info.context_window == 200_000
+    tape = run_strategy(session, "none")
+    assert tape.window == 200_000
+    assert tape.summary()["overflow_calls"] > 0  # without its own compaction it would overflow

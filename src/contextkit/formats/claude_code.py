@@ -179,6 +179,7 @@ def _session(
         path=str(path),
         format=FORMAT,
         session_id=session_id,
+        context_window=_window(calls),
         calls=calls,
         subagents=subagents,
         parent_session_id=parent_session_id,
@@ -188,6 +189,20 @@ def _session(
         set_aside=dict(sorted(set_aside.items())),
         notes=(PREFIX_NOTE, *notes, *extra, *built.notes),
     )
+
+
+CLAUDE_CODE_WINDOW = 200_000
+"""The window Claude Code runs a model with unless its id names another (``claude-opus-4-6[1m]``):
+it ran Opus 4.6 at 200k in every corpus session, compacting near 167k (REFERENCE.md, 2026-12)."""
+
+
+def _window(calls: Sequence[Call]) -> int | None:
+    """200k, unless a call's model id names its window (None: the id's own holds)."""
+    for call in calls:
+        info = call.model_info
+        if info.context_window != info.max_context_window:
+            return None
+    return CLAUDE_CODE_WINDOW
 
 
 _RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (

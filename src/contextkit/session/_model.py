@@ -78,6 +78,9 @@ class Session(Record):
     """False when the file omits the system prompt and tool definitions (Claude Code files)."""
     compactions: tuple[int, ...] = ()
     """Indices of calls that the harness made right after compacting its own history."""
+    context_window: int | None = None
+    """The window the harness ran the model with, where the file or its harness says (Claude Code:
+    200k unless its model id names another); None: the model's own (``ModelInfo``)."""
     set_aside: Mapping[str, int] = {}
     """Records that are not model calls (progress, snapshots, queue operations), counted by kind."""
     notes: tuple[str, ...] = ()
@@ -92,8 +95,11 @@ class Session(Record):
     @property
     def model_info(self) -> ModelInfo:
         """:attr:`model`, resolved (:data:`~contextkit.models.UNKNOWN_MODEL` when no call names
-        one)."""
-        return resolve_model(self.model)
+        one), with the window the harness ran it with (:attr:`context_window`)."""
+        info = resolve_model(self.model)
+        if self.context_window is None or info.context_window == self.context_window:
+            return info
+        return info.with_context_window(self.context_window)
 
     def user_turns(self) -> tuple[tuple[int, ...], ...]:
         """Call indices grouped into user turns (a turn ends on a stop reason but tool use)."""
