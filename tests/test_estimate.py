@@ -11,7 +11,11 @@ from contextkit.accounting import price_session
 from contextkit.estimate import (
     Change,
     Ticket,
+    WhatIfs,
     collect_tickets,
+    estimate_from_profile,
+    estimate_recordings,
+    parse_profile,
     price_tickets,
     strategy_tables,
     synthetic_tools,
@@ -151,3 +155,26 @@ def test_model_what_if_retokenises(corpus: Path) -> None:
     # Opus 4.7's tokenizer yields more tokens for the same text; same prices per token as 4.6.
     assert other.tokens["prefix"][0] > base.tokens["prefix"][0]
     assert other.cost[0] > base.cost[0]
+
+
+@pytest.mark.corpus
+def test_headline_and_what_ifs_start_from_the_recorded_bill(corpus: Path) -> None:
+    """Every ticket has its bill: the headline is the bill, each what-if the bill plus the
+    simulated difference ticket by ticket, the simulated figures beside them."""
+    report = estimate_recordings([corpus / "spotter"], WhatIfs(cache="1h"))
+    doc = report.to_json()
+    assert doc["basis"] == "recorded"
+    assert report.recorded is not None
+    assert doc["mean_usd"] == pytest.approx(float(report.recorded.mean()))
+    assert doc["simulated"]["mean_usd"] == pytest.approx(float(report.baseline.cost.mean()))
+    (what,) = report.what_ifs
+    expected = report.recorded + (what.table.cost - report.baseline.cost)
+    (row,) = doc["what_if"]
+    assert row["mean_usd"] == pytest.approx(float(expected.mean()))
+    assert row["delta_usd"] == pytest.approx(float(expected.mean() - report.recorded.mean()))
+    assert row["simulated_mean_usd"] == pytest.approx(float(what.table.cost.mean()))
+
+
+def test_headline_is_simulated_without_a_bill() -> None:
+    report = estimate_from_profile(parse_profile("model = \"claude-sonnet-4-5\"\ntools = 3\n"))
+    assert report.to_json()["basis"] == "simulated"

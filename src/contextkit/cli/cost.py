@@ -12,10 +12,13 @@ What-ifs (each one row, shown as a delta against the baseline, each re-simulatin
 ``--add-tools N [--tool-tokens S]``, ``--add-tools-file FILE``, ``--system-tokens +N``,
 ``--cache off|5m|1h``, ``--strategy SPEC`` (recordings only), ``--model M``.
 
-``--json`` prints one document: ``{"tickets", "mean_usd", "p50_usd", "p90_usd", "max_usd",
-"breakdown", "what_if": [{"change", "mean_usd", "delta_usd", "delta_pct", ...}], "recorded",
-"closed_form", "per_ticket", "notes", ...}``; ``--plot OUT.png`` draws the distribution and the
-breakdown. Bad input exits with code 2 and a message naming the file.
+``--json`` prints one document: ``{"basis", "tickets", "mean_usd", "p50_usd", "p90_usd",
+"max_usd", "simulated", "breakdown", "what_if": [{"change", "mean_usd", "delta_usd",
+"delta_pct", ...}], "recorded", "closed_form", "per_ticket", "notes", ...}``. Where every ticket
+has a recorded bill, ``basis`` is ``recorded``: the headline figures are the bill and each what-if
+is the bill plus the simulated difference, ticket by ticket (``simulated`` holds the simulated
+baseline beside it); else ``basis`` is ``simulated``. ``--plot OUT.png`` draws the distribution
+and the breakdown. Bad input exits with code 2 and a message naming the file.
 """
 
 from __future__ import annotations
@@ -161,16 +164,16 @@ def _print(report: CostReport, plot: Path | None) -> None:
     head = Table(title=f"Cost per ticket ({report.source}, {data['tickets']} tickets)")
     for col in ("", "mean", "p50", "p90", "max"):
         head.add_column(col, justify="right" if col else "left")
-    head.add_row(
-        "simulated" if report.source == "recordings" else "Monte Carlo",
-        *(_usd(data[k]) for k in ("mean_usd", "p50_usd", "p90_usd", "max_usd")),
-    )
-    if data["recorded"]:
-        rec = data["recorded"]
-        head.add_row(
-            f"recorded ({rec['tickets']} tickets)",
-            *(_usd(rec[k]) for k in ("mean_usd", "p50_usd", "p90_usd", "max_usd")),
-        )
+    columns = ("mean_usd", "p50_usd", "p90_usd", "max_usd")
+    if data["basis"] == "recorded":  # every ticket has its bill: the headline is the bill
+        head.add_row("recorded", *(_usd(data[k]) for k in columns))
+        head.add_row("simulated", *(_usd(data["simulated"][k]) for k in columns))
+    else:
+        label = "simulated" if report.source == "recordings" else "Monte Carlo"
+        head.add_row(label, *(_usd(data[k]) for k in columns))
+        if data["recorded"]:
+            rec = data["recorded"]
+            head.add_row(f"recorded ({rec['tickets']} tickets)", *(_usd(rec[k]) for k in columns))
     console.print(head)
     if data["closed_form"]:
         cf = data["closed_form"]
@@ -207,7 +210,10 @@ def _breakdown_table(b: dict[str, Any]) -> Table:
 
 
 def _what_if_table(data: dict[str, Any]) -> Table:
-    table = Table(title=f"What if (baseline {_usd(data['mean_usd'])} per ticket)")
+    basis = (
+        ", the recorded bill plus the simulated difference" if data["basis"] == "recorded" else ""
+    )
+    table = Table(title=f"What if (baseline {_usd(data['mean_usd'])} per ticket{basis})")
     for col in ("change", "mean", "delta", "delta %", "writes", "reads"):
         table.add_column(col, justify="left" if col == "change" else "right")
     for row in data["what_if"]:

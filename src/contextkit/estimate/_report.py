@@ -79,10 +79,14 @@ class CostReport:
     notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        base = summary(self.baseline)
-        out: dict[str, Any] = {"source": self.source, "model": self.model, **base}
+        simulated = summary(self.baseline)
+        truth = self._truth()
+        head = _stats(truth) if truth is not None else simulated
+        basis = "recorded" if truth is not None else "simulated"
+        out: dict[str, Any] = {"source": self.source, "model": self.model, "basis": basis, **head}
+        out["simulated"] = simulated
         out["breakdown"] = breakdown(self.baseline)
-        out["what_if"] = [self._row(w, base["mean_usd"]) for w in self.what_ifs]
+        out["what_if"] = [self._row(w, head["mean_usd"], truth) for w in self.what_ifs]
         out["recorded"] = self._recorded()
         out["closed_form"] = self.closed_form
         out["per_ticket"] = self._per_ticket()
@@ -90,8 +94,22 @@ class CostReport:
         cleaned: dict[str, Any] = _clean(out)
         return cleaned
 
-    def _row(self, what: WhatIf, base_mean: float | None) -> dict[str, Any]:
-        mean = summary(what.table)["mean_usd"]
+    def _truth(self) -> FloatArray | None:
+        """Each ticket's recorded bill when every ticket has one: the headline starts from it,
+        and each what-if is the bill plus the simulated difference, ticket by ticket."""
+        rec = self.recorded
+        if self.source != "recordings" or rec is None or not len(rec):
+            return None
+        return rec if bool(np.isfinite(rec).all()) else None
+
+    def _row(
+        self, what: WhatIf, base_mean: float | int | None, truth: FloatArray | None
+    ) -> dict[str, Any]:
+        simulated = summary(what.table)
+        stats = (
+            simulated if truth is None else _stats(truth + (what.table.cost - self.baseline.cost))
+        )
+        mean = stats["mean_usd"]
         delta = None if mean is None or base_mean is None else float(mean) - float(base_mean)
         pct = None if delta is None or not base_mean else 100.0 * delta / float(base_mean)
         after, before = breakdown(what.table), breakdown(self.baseline)
@@ -100,7 +118,8 @@ class CostReport:
             "mean_usd": mean,
             "delta_usd": delta,
             "delta_pct": pct,
-            "p90_usd": summary(what.table)["p90_usd"],
+            "p90_usd": stats["p90_usd"],
+            "simulated_mean_usd": simulated["mean_usd"],
             "breakdown_delta": {k: after[k] - before[k] for k in before},
         }
 
@@ -130,6 +149,26 @@ class CostReport:
                 self.names, self.baseline.cost, rec, self.baseline.calls, strict=True
             )
         ]
+
+
+def _stats(cost: FloatArray) -> dict[str, float | int | None]:
+    """``summary``'s figures of per-ticket costs (None where no cost is known)."""
+    known = cost[np.isfinite(cost)]
+    if not known.size:
+        return {
+            "tickets": len(cost),
+            "mean_usd": None,
+            "p50_usd": None,
+            "p90_usd": None,
+            "max_usd": None,
+        }
+    return {
+        "tickets": len(cost),
+        "mean_usd": float(known.mean()),
+        "p50_usd": float(np.percentile(known, 50)),
+        "p90_usd": float(np.percentile(known, 90)),
+        "max_usd": float(known.max()),
+    }
 
 
 def _clean(value: Any) -> Any:
