@@ -176,5 +176,5 @@ def test_headline_and_what_ifs_start_from_the_recorded_bill(corpus: Path) -> Non
 
 
 def test_headline_is_simulated_without_a_bill() -> None:
-    report = estimate_from_profile(parse_profile("model = \"claude-sonnet-4-5\"\ntools = 3\n"))
+    report = estimate_from_profile(parse_profile('model = "claude-sonnet-4-5"\ntools = 3\n'))
     assert report.to_json()["basis"] == "simulated"
