@@ -37,6 +37,7 @@ class FormatReader(Protocol):
 # Most specific first: a reader later in the list may accept what an earlier one rejects.
 _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
+    "cline",
     "anthropic",
     "claude_code",
     "gemini_cli",
