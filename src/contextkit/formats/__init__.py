@@ -38,6 +38,7 @@ class FormatReader(Protocol):
 _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
     "cline",
+    "cursor",
     "anthropic",
     "claude_code",
     "gemini_cli",
