@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contextkit.errors import FormatError
+from contextkit.errors import FormatError, UnknownFormatError
 from contextkit.formats import detect, load
 from contextkit.formats.cline import HISTORY, READER, UI_MESSAGES, usage_from_request_info
 from contextkit.messages import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -253,3 +253,9 @@ def test_cline_reader_claims_no_corpus_file(corpus: Path) -> None:
     for path in corpus_files(corpus):
         head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
         assert not READER.sniff(path, head), path
+
+
+def test_ui_messages_is_claimed_by_no_reader(tmp_path: Path) -> None:
+    path = _task(tmp_path, HISTORY_CLINE, UI_CLINE)
+    with pytest.raises(UnknownFormatError):
+        detect(path.parent / UI_MESSAGES)

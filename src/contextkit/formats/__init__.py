@@ -39,6 +39,7 @@ _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
     "cline",
     "cursor",
+    "opencode",
     "anthropic",
     "claude_code",
     "gemini_cli",
