@@ -40,6 +40,7 @@ _READER_MODULES: tuple[str, ...] = (
     "cline",
     "cursor",
     "opencode",
+    "hermes",
     "anthropic",
     "claude_code",
     "gemini_cli",
