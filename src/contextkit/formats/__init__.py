@@ -41,6 +41,7 @@ _READER_MODULES: tuple[str, ...] = (
     "cursor",
     "opencode",
     "hermes",
+    "hermes_trajectory",
     "anthropic",
     "claude_code",
     "gemini_cli",
