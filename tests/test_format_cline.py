@@ -115,7 +115,7 @@ def test_cline_task_calls_requests_and_usage(tmp_path: Path) -> None:
     assert first.line is not None
     assert lines[first.line - 1] == "  {"
     assert '"assistant"' in lines[first.line]
-    assert any("$0.060000 over 2 calls" in n for n in session.notes)
+    assert any("$0.060000 over 2 requests" in n for n in session.notes)
     assert session.compactions == ()
 
 

@@ -161,11 +161,15 @@ def test_legacy_inline_conversation(tmp_path: Path) -> None:
 def test_corrupt_database_is_a_clean_error(tmp_path: Path) -> None:
     path = tmp_path / "state.vscdb"
     path.write_bytes(b"SQLite format 3\x00" + b"\x07" * 200)
-    assert not READER.sniff(path, read_head(path))
-    with pytest.raises(UnknownFormatError):
-        load(path)
+    # Cursor's own file name: claimed, so that reading says what is wrong with it.
+    assert READER.sniff(path, read_head(path))
     with pytest.raises(FormatError, match="cannot read the SQLite database"):
-        READER.read(path)
+        load(path)
+    other = tmp_path / "copy.db"
+    other.write_bytes(path.read_bytes())
+    assert not READER.sniff(other, read_head(other))
+    with pytest.raises(UnknownFormatError):
+        load(other)
 
 
 @contextmanager
@@ -181,7 +185,7 @@ def _locked(path: Path) -> Iterator[None]:
 def test_locked_database_is_a_clean_error(tmp_path: Path) -> None:
     path = _db(tmp_path / "state.vscdb", _rows())
     with _locked(path), pytest.raises(FormatError, match="locked"):
-        READER.read(path)
+        load(path)
 
 
 def test_other_sqlite_databases_are_not_claimed(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@ Contract:
   starts with the SQLite magic ``SQLite format 3\\0``.
 - :func:`table_names` is for sniffing: the tables of a database opened read-only, or None when it
   cannot be opened or read (corrupt, locked, not a database): a sniff never raises.
+  :func:`has_tables` is the sniff itself: the database holds the harness's tables, or it cannot
+  be read and bears the harness's own file name (then the reader is chosen, and reading it
+  reports the lock or the corruption instead of "not a recognised format").
 - :func:`connect` opens a database read-only (``mode=ro`` URI: the harness's file is never
   written, not even a journal) and :func:`rows` runs one query; a corrupt, locked or unreadable
   database is a :class:`FormatError` naming the file and what to do, never a traceback.
@@ -68,10 +71,18 @@ def table_names(path: Path) -> frozenset[str] | None:
     return frozenset(str(name) for (name,) in found)
 
 
+def has_tables(path: Path, required: frozenset[str], file_name: str) -> bool:
+    """Whether a SQLite file is the harness's store (see the module contract)."""
+    tables = table_names(path)
+    if tables is None:
+        return path.name == file_name
+    return tables >= required
+
+
 def columns(connection: sqlite3.Connection, table: str) -> frozenset[str]:
     """The column names of ``table`` (empty when there is no such table)."""
     found = rows(connection, "SELECT name FROM pragma_table_info(?)", (table,))
     return frozenset(str(name) for (name,) in found)
 
 
-__all__ = ["SQLITE_MAGIC", "columns", "connect", "is_sqlite", "rows", "table_names"]
+__all__ = ["SQLITE_MAGIC", "columns", "connect", "has_tables", "is_sqlite", "rows", "table_names"]

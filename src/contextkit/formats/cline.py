@@ -334,7 +334,10 @@ def _build(entries: Sequence[_Entry], requests: Sequence[_ApiRequest]) -> _Built
     out = _Built()
     calls = [e for e in entries if e.is_call]
     paired = _pair(calls, requests)
-    out.tally.unpaired = max(len(requests) - len({id(p) for p in paired if p is not None}), 0)
+    used = list({id(p): p for p in paired if p is not None}.values())
+    out.tally.unpaired = len(requests) - len(used)
+    for request in used:
+        _count_cost(out.tally, request.info.get("cost"))
     by_call = dict(zip((c.index for c in calls), paired, strict=True))
     hidden_before: frozenset[int] = frozenset()
     for at, entry in enumerate(entries):
@@ -350,6 +353,12 @@ def _build(entries: Sequence[_Entry], requests: Sequence[_ApiRequest]) -> _Built
     return out
 
 
+def _count_cost(tally: _Tally, cost: object) -> None:
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        tally.cost += float(cost)
+        tally.costed += 1
+
+
 def _call(
     entry: _Entry, messages: tuple[Message, ...], request: _ApiRequest | None, tally: _Tally
 ) -> Call:
@@ -358,10 +367,8 @@ def _call(
     if usage is None:
         usage = _usage_from_metrics(entry.raw)
         tally.from_metrics += usage is not None
-    cost = request.info.get("cost") if request else as_mapping(entry.raw.get("metrics")).get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        tally.cost += float(cost)
-        tally.costed += 1
+    if request is None:  # a paired entry's cost is counted once, in _build
+        _count_cost(tally, as_mapping(entry.raw.get("metrics")).get("cost"))
     ts = as_int(entry.raw.get("ts")) or (request.ts if request else None)
     return Call(
         request=Conversation(model=model, messages=messages),
@@ -400,7 +407,7 @@ def _notes(path: Path, tally: _Tally, has_ui: bool, summaries: int) -> list[str]
     if not has_ui:
         notes.append(f"no api_req_started entries ({UI_MESSAGES} beside the file): usage unknown")
     if tally.costed:
-        notes.append(f"recorded cost: ${tally.cost:.6f} over {tally.costed} calls")
+        notes.append(f"recorded cost: ${tally.cost:.6f} over {tally.costed} requests")
     if tally.decided:
         notes.append(
             f"{tally.decided} calls: tokensIn read as the whole input or the uncached part by "

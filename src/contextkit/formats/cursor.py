@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips
-from contextkit.formats._sqlite import connect, is_sqlite, rows, table_names
+from contextkit.formats._sqlite import connect, has_tables, is_sqlite, rows
 from contextkit.formats._trajectory import as_int, as_mapping, as_str, parse_time, stop_reason
 from contextkit.messages import (
     Block,
@@ -83,8 +83,7 @@ class CursorReader:
         """A SQLite database whose tables include ``cursorDiskKV`` and ``ItemTable``."""
         if not is_sqlite(head):
             return False
-        tables = table_names(path)
-        return tables is not None and tables >= TABLES
+        return has_tables(path, TABLES, "state.vscdb")
 
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
         skips = Skips(path, lenient)

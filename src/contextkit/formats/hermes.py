@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, iter_jsonl, load_json, read_head
-from contextkit.formats._sqlite import connect, is_sqlite, table_names
+from contextkit.formats._sqlite import connect, has_tables, is_sqlite
 from contextkit.formats._trajectory import (
     Reply,
     as_int,
@@ -84,8 +84,7 @@ class HermesReader:
     def sniff(self, path: Path, head: str) -> bool:
         """``state.db`` (its tables), or an export whose first record is a Hermes session row."""
         if is_sqlite(head):
-            tables = table_names(path)
-            return tables is not None and tables >= TABLES
+            return has_tables(path, TABLES, "state.db")
         seen = peek(head)
         return (
             seen.kind == "object"

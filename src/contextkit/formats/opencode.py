@@ -60,7 +60,7 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips, load_json, read_head
-from contextkit.formats._sqlite import columns, connect, is_sqlite, rows, table_names
+from contextkit.formats._sqlite import columns, connect, has_tables, is_sqlite, rows
 from contextkit.formats._trajectory import as_int, as_mapping, as_str, parse_time, peek
 from contextkit.messages import (
     Block,
@@ -94,8 +94,7 @@ class OpenCodeReader:
     def sniff(self, path: Path, head: str) -> bool:
         """``opencode.db`` (its three tables), or a session file under ``storage/session/``."""
         if is_sqlite(head):
-            tables = table_names(path)
-            return tables is not None and tables >= TABLES
+            return has_tables(path, TABLES, "opencode.db")
         if path.suffix != ".json" or path.parent.parent.name != "session":
             return False
         seen = peek(head)
