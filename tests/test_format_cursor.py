@@ -95,9 +95,7 @@ def _rows() -> dict[str, Any]:
 def test_composer_bubbles_become_calls_with_token_counts(tmp_path: Path) -> None:
     path = _db(tmp_path / "state.vscdb", _rows())
     assert detect(path).name == "cursor"
-    loaded = load(path)
-    empty, session = loaded.sessions
-    assert empty.calls == ()
+    (session,) = load(path).sessions  # the composer without bubbles is no session
     assert session.session_id == COMPOSER
     assert not session.prefix_known
     first, second, third = session.calls
@@ -115,7 +113,8 @@ def test_composer_bubbles_become_calls_with_token_counts(tmp_path: Path) -> None
     assert use.input == {"target_file": "a.py"}
     user, assistant, result = second.request.messages
     assert user.content == "explain a.py"
-    assert assistant == first.response
+    # The unsigned thinking stays on the response, not in later requests.
+    assert assistant.blocks == (text, use)
     (block,) = result.blocks
     assert isinstance(block, ToolResultBlock)
     assert block.tool_use_id == use.id

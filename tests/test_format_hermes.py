@@ -170,7 +170,7 @@ def _check(loaded_sessions: tuple[Session, ...], *, in_place: bool) -> None:
     assert any("2 compression segments: s1, s2" in n for n in main.notes)
     assert any("input (uncached) 10" in n and "over 2 API calls" in n for n in main.notes)
     assert sub.session_id == "s3"
-    assert sub.parent_session_id == "s2"
+    assert sub.parent_session_id == "s1"  # s2 is a segment of the s1 lineage
     assert sub.calls[0].request.messages[0].blocks == (TextBlock(text="sub task"),)
     if in_place:
         assert len(fourth.calls) == 2

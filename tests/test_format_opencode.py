@@ -72,6 +72,12 @@ def _finish(reason: str, tokens: dict[str, Any], cost: float = 0.01) -> dict[str
 
 
 START = {"type": "step-start"}
+REASONING = {
+    "type": "reasoning",
+    "text": "look",
+    "metadata": {"anthropic": {"signature": "sig-1"}},
+    "time": {"start": 1},
+}
 TOOL = {
     "type": "tool",
     "callID": "toolu_1",
@@ -96,7 +102,7 @@ def _messages() -> list[tuple[dict[str, Any], list[Any]]]:
             t + 10,
             "msg_01",
             START,
-            {"type": "reasoning", "text": "look", "time": {"start": 1}},
+            REASONING,
             TOOL,
             _finish("tool-calls", _tokens(10, 20, write=5000)),
             START,
@@ -209,6 +215,7 @@ def _check_main(session: Session) -> None:
     assert first.model == "claude-sonnet-4-5"
     thinking, use = first.response.blocks if first.response else ()
     assert isinstance(thinking, ThinkingBlock)
+    assert thinking.signature == "sig-1"
     assert isinstance(use, ToolUseBlock)
     assert use.input == {"filePath": "a.py"}
     user, assistant, results = second.request.messages

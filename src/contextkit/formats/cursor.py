@@ -19,8 +19,8 @@ Cursor is closed source: the schema here is the one reverse-engineered in
 Only those two key patterns are queried: the database also holds credentials (``cursorAuth/*``
 in ``ItemTable``), which this reader never reads.
 
-One session per composer (``session_id`` the composer id, ordered by ``createdAt``; a composer
-with no bubbles is a session with no calls). What counts as a call: each assistant bubble. Cursor
+One session per composer with bubbles (``session_id`` the composer id, ordered by
+``createdAt``). What counts as a call: each assistant bubble. Cursor
 records no link between bubbles and model requests (an agent turn is many bubbles, and a
 response may span several), so per bubble is an assumption; its usage is the bubble's
 ``tokenCount`` when either count is non-zero, else unknown (None: newer versions often write
@@ -89,7 +89,8 @@ class CursorReader:
         skips = Skips(path, lenient)
         with connect(path) as connection:
             composers = _composers(connection, skips)
-            sessions = [_session(connection, path, key, c, skips) for key, c in composers]
+            found = [_session(connection, path, key, c, skips) for key, c in composers]
+        sessions = [s for s in found if s is not None]
         return LoadedFile(
             path=str(path), format=NAME, sessions=tuple(sessions), skipped=tuple(skips.records)
         )
@@ -224,6 +225,15 @@ class _Built:
     uncounted: int = 0
 
 
+def _resent(response: Message) -> Message:
+    """The response as later requests hold it: without its thinking (unsigned: no provider takes
+    it back, and what Cursor sent again is not recorded)."""
+    kept = tuple(b for b in response.blocks if not isinstance(b, ThinkingBlock))
+    if len(kept) == len(response.blocks):
+        return response
+    return Message(role="assistant", content=kept or "")
+
+
 def _build(bubbles: Sequence[Mapping[str, Any]], model: str | None) -> _Built:
     out = _Built()
     for index, bubble in enumerate(bubbles):
@@ -253,7 +263,7 @@ def _add_call(out: _Built, bubble: Mapping[str, Any], bubble_id: str, model: str
             exact=False,
         )
     )
-    out.messages.append(response)
+    out.messages.append(_resent(response))
     if result is not None:
         out.messages.append(result)
 
@@ -264,10 +274,14 @@ def _session(
     key: str,
     composer: Mapping[str, Any],
     skips: Skips,
-) -> Session:
+) -> Session | None:
+    """The composer's session; None when it has no bubbles."""
+    bubbles = _ordered(connection, key, composer, skips)
+    if not bubbles:
+        return None
     model = as_str(as_mapping(composer.get("modelConfig")).get("modelName"))
     model = None if model == "default" else model  # Cursor's automatic choice: the model is unknown
-    built = _build(_ordered(connection, key, composer, skips), model)
+    built = _build(bubbles, model)
     notes = list(NOTES)
     if built.uncounted:
         notes.append(

@@ -22,10 +22,11 @@ history. Read here as Hermes' own ``get_compression_lineage`` reads it: one logi
 lineage (``session_id`` the root's id), its calls those of every segment in order, each later
 segment's first call in ``Session.compactions`` (its requests start from that segment's
 messages). A session whose parent did not end in compression (a branch, ``model_config`` with
-``_branched_from``, or a delegated subagent) is a session of its own with ``parent_session_id``.
-Newer Hermes also compacts in place (``archive_and_compact``: the old rows stay with ``active =
-0, compacted = 1``); the rows before the last such compaction are one segment (several in-place
-compactions cannot be told apart). Rewound rows (``active = 0, compacted = 0``) are left out and
+``_branched_from``, or a delegated subagent) is a session of its own; its ``parent_session_id``
+names the parent's lineage (the session contextkit reads the parent into). Newer Hermes also
+compacts in place (``archive_and_compact``: the old rows stay with ``active = 0, compacted =
+1``); the rows before the last such compaction are one segment (several in-place compactions
+cannot be told apart). Rewound rows (``active = 0, compacted = 0``) are left out and
 counted in a note: the user took them back, but the calls that wrote them were made.
 
 What counts as a call: each assistant message. Requests are rebuilt (``exact=False``) with the
@@ -98,7 +99,9 @@ class HermesReader:
             records = _from_database(path, skips)
         else:
             records = _from_export(path, skips)
-        sessions = tuple(_session(path, lineage, skips) for lineage in _lineages(records))
+        lineages = _lineages(records)
+        roots = {r.id: lineage[0].id for lineage in lineages for r in lineage}
+        sessions = tuple(_session(path, lineage, roots, skips) for lineage in lineages)
         return LoadedFile(
             path=str(path), format=NAME, sessions=sessions, skipped=tuple(skips.records)
         )
@@ -348,15 +351,19 @@ def _build(lineage: Sequence[_Record], skips: Skips) -> _Built:
     return out
 
 
-def _session(path: Path, lineage: Sequence[_Record], skips: Skips) -> Session:
+def _session(
+    path: Path, lineage: Sequence[_Record], roots: Mapping[str, str], skips: Skips
+) -> Session:
+    """The lineage's session; a parent in another lineage is named by that lineage's id."""
     built = _build(lineage, skips)
     root = lineage[0]
+    parent = as_str(root.info.get("parent_session_id"))
     return Session(
         path=str(path),
         format=NAME,
         session_id=root.id,
         calls=tuple(built.calls),
-        parent_session_id=as_str(root.info.get("parent_session_id")),
+        parent_session_id=roots.get(parent, parent) if parent else None,
         prefix_known=False,
         compactions=tuple(built.compactions),
         notes=tuple(_notes(lineage, built)),

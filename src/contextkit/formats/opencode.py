@@ -39,9 +39,12 @@ output, ``state.time.compacted``, as ``[Old tool result content cleared]``; a pe
 tool as ``[Tool execution was interrupted]``). Calls right after a compaction are
 ``Session.compactions``.
 
-Cannot know: the system prompt and tools (``prefix_known=False``), thinking signatures (kept in
-provider metadata this reader does not map), and media OpenCode moves into a separate user message
-for some providers (left in place here).
+A ``reasoning`` part is a thinking block, signed with ``metadata.anthropic.signature`` when
+present (where the AI SDK's Anthropic provider keeps it; other providers' reasoning metadata is
+not mapped, so their thinking is unsigned).
+
+Cannot know: the system prompt and tools (``prefix_known=False``), and media OpenCode moves
+into a separate user message for some providers (left in place here).
 
 Strict by default: a message or part that is not a JSON object with the fields above is a
 :class:`FormatError` naming its file (JSON storage, with the line) or its row (``message`` /
@@ -350,6 +353,17 @@ class _Step:
         return tuple(out)
 
 
+def _thinking(part: Mapping[str, Any]) -> ThinkingBlock:
+    """A reasoning part, signed when the AI SDK's Anthropic provider left the signature in the
+    part's ``metadata.anthropic.signature``."""
+    signature = as_str(
+        as_mapping(as_mapping(part.get("metadata")).get("anthropic")).get("signature")
+    )
+    if signature is None:
+        return ThinkingBlock(thinking=part["text"])
+    return ThinkingBlock(thinking=part["text"], signature=signature)
+
+
 def _steps(parts: Sequence[Mapping[str, Any]]) -> list[_Step]:
     steps: list[_Step] = []
     blocks: list[Block] = []
@@ -367,7 +381,7 @@ def _steps(parts: Sequence[Mapping[str, Any]]) -> list[_Step]:
         elif kind == "text" and isinstance(part.get("text"), str):
             blocks.append(TextBlock(text=part["text"]))
         elif kind == "reasoning" and isinstance(part.get("text"), str):
-            blocks.append(ThinkingBlock(thinking=part["text"]))
+            blocks.append(_thinking(part))
         elif kind == "tool":
             state = as_mapping(part.get("state"))
             name = str(part.get("tool", ""))
