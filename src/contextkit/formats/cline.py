@@ -36,14 +36,15 @@ replayed: those requests hold the reads as first recorded.
 
 Calls and ``api_req_started`` entries pair by time (the latest one at or before the message's
 ``ts``) when both carry ``ts``, else in order. Usage: ``tokensOut`` is the output, ``cacheReads``
-and ``cacheWrites`` (5m: no TTL split is recorded) the cache. ``tokensIn`` means different things
-by version and provider: the uncached input (Cline and older Roo on Anthropic-style providers) or
-the whole input with the cache counts inside it (OpenAI-style providers, newer Roo's
-``totalInputTokens``). Read: Roo's ``apiProtocol: "openai"`` says whole; otherwise whole when it
-is at least ``cacheReads + cacheWrites`` (an uncached part as large as every cached token is rare
-with Cline's breakpoints), uncached when it is smaller; a note counts the calls where the
-reading decided anything. Without a UI entry, a Cline message's own ``metrics.tokens`` is used
-(``prompt`` counts the cached part; no cache writes). The recorded ``cost`` sum is a note.
+and ``cacheWrites`` (5m: no TTL split is recorded) the cache. ``tokensIn`` means different things by
+version and provider (Roo Code's ``src/shared/cost.ts`` spells out both readings): the uncached
+input (Cline and older Roo on Anthropic-style providers) or the whole input with the cache counts
+inside it (OpenAI-style providers, newer Roo's ``totalInputTokens``). Read: Roo's ``apiProtocol:
+"openai"`` says whole; otherwise whole when it is at least ``cacheReads + cacheWrites`` (an uncached
+part as large as every cached token is rare with Cline's breakpoints), uncached when it is smaller;
+a note counts the calls where the reading decided anything. Without a UI entry, a Cline message's
+own ``metrics.tokens`` is used (``prompt`` counts the cached part; no cache writes). The recorded
+``cost`` sum is a note.
 
 Cannot know: the system prompt and tools (``prefix_known=False``), the stop reason (inferred from
 the response: older Cline calls tools in XML text, so those read ``end_turn``), and what a

@@ -16,9 +16,12 @@ A session file, not the storage folder: a reader takes a file, and the session f
 names the session (as ``openhands-sdk`` takes ``base_state.json``). Child sessions (the ``task``
 tool's, ``parentID`` set) are sessions of their own with ``parent_session_id``.
 
-Messages and parts follow ``packages/opencode/src/session/message-v2.ts``: a user message holds
-``text``, ``file``, ``compaction`` and ``subtask`` parts; an assistant message (``modelID``,
-``providerID``, ``cost``, ``tokens {input, output, reasoning, cache {read, write}}``,
+Sources: ``session.sql.ts`` as stored for ``anomalyco/opencode``; ``message-v2.ts``
+(``toModelMessages``, ``filterCompacted``) read from the fork ``1rgs/opencode`` at ``27da9ba`` (the
+search index held no upstream copy of that file); ``getUsage`` (the token normalisation) as it
+appears in several forks of ``session/index.ts``. Messages and parts follow ``message-v2.ts``: a
+user message holds ``text``, ``file``, ``compaction`` and ``subtask`` parts; an assistant message
+(``modelID``, ``providerID``, ``cost``, ``tokens {input, output, reasoning, cache {read, write}}``,
 ``summary``, ``finish``, ``error``) holds ``step-start`` / ``step-finish`` (``reason``, ``cost``,
 ``tokens``), ``text``, ``reasoning`` and ``tool`` parts (``callID``, ``tool``, ``state``:
 ``status``, ``input``, ``output`` / ``error``).
