@@ -37,6 +37,11 @@ class FormatReader(Protocol):
 # Most specific first: a reader later in the list may accept what an earlier one rejects.
 _READER_MODULES: tuple[str, ...] = (
     "claude_trace",
+    "cline",
+    "cursor",
+    "opencode",
+    "hermes",
+    "hermes_trajectory",
     "anthropic",
     "claude_code",
     "gemini_cli",
