@@ -15,7 +15,7 @@ from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
 from contextkit.formats.claude_code import READER, load_claude_code
-from contextkit.messages import Message, ToolResultBlock
+from contextkit.messages import Message, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 
 SPOTTER_MAIN = "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -507,3 +507,121 @@ def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:
         assert usage is not None
         assert before is not None
         assert usage.cache_read < before.total_input / 3
+
+
+# --------------------------------------------------------------------------------------------------
+# Attachments and preserved segments, as Claude Code 2.1.197 writes and sends them (the real CLI's
+# requests are compared in test_claude_code_cli.py; these cases pin the rules without it)
+
+
+def _attachment(uuid: str, parent: str, attachment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "attachment",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "s1",
+        "isSidechain": False,
+        "attachment": attachment,
+    }
+
+
+AGENTS = {
+    "type": "agent_listing_delta",
+    "addedTypes": ["Explore"],
+    "addedLines": ["- Explore: search code"],
+    "removedTypes": [],
+    "isInitial": True,
+    "showConcurrencyNote": True,
+}
+AGENTS_TEXT = (
+    "<system-reminder>\nAvailable agent types for the Agent tool:\n- Explore: search code\n\n"
+    "When you launch multiple agents for independent work, send them in a single message with "
+    "multiple tool uses so they run concurrently.\n</system-reminder>"
+)
+SKILLS = {"type": "skill_listing", "content": "- init: write CLAUDE.md", "isInitial": True}
+SKILLS_TEXT = (
+    "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n"
+    "- init: write CLAUDE.md\n</system-reminder>\n"
+)
+
+
+def test_attachments_go_before_the_prompt_or_into_the_last_tool_result(tmp_path: Path) -> None:
+    lines = [
+        _user("u1", None, "fix it"),
+        _attachment("x1", "u1", AGENTS),
+        _attachment("x2", "x1", SKILLS),
+        _attachment("x3", "x2", {"type": "some_future_kind", "data": 1}),
+        _assistant("a1", "x3", "r1", _tool_use("t1")),
+        _user("u2", "a1", [{**_result("t1"), "is_error": False}]),
+        _attachment("x4", "u2", AGENTS),
+        _assistant("a2", "x4", "r2", {"type": "text", "text": "done"}),
+    ]
+    loaded = load_claude_code(_write(tmp_path / "s.jsonl", lines))
+    session = loaded.sessions[0]
+    first, second = session.calls
+    prompt = first.request.messages[0]
+    assert [to_payload(b) for b in prompt.blocks] == [
+        {"type": "text", "text": AGENTS_TEXT},
+        {"type": "text", "text": SKILLS_TEXT},
+        {"type": "text", "text": "fix it"},
+    ]
+    result = second.request.messages[2].blocks
+    assert [to_payload(b) for b in result] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "t1",
+            "content": "out t1\n\n" + AGENTS_TEXT,
+            "is_error": False,
+        }
+    ]
+    assert session.set_aside == {"attachment/some_future_kind": 1}
+
+
+def test_reminders_join_a_tool_result_holding_blocks(tmp_path: Path) -> None:
+    blocks = [{"type": "text", "text": "line one\n"}]
+    lines = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [{**_result("t1"), "content": blocks}]),
+        _attachment("x1", "u2", SKILLS),
+        _attachment("x2", "x1", AGENTS),
+        _assistant("a2", "x2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    (result,) = session.calls[1].request.messages[2].blocks
+    assert isinstance(result, ToolResultBlock)
+    assert isinstance(result.content, tuple)
+    joined = f"line one\n\n{SKILLS_TEXT.strip()}\n\n{AGENTS_TEXT}"
+    assert [to_payload(b) for b in result.content] == [{"type": "text", "text": joined}]
+
+
+def test_a_preserved_segment_follows_the_summary(tmp_path: Path) -> None:
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "b1",
+        "parentUuid": None,
+        "logicalParentUuid": "u2",
+        "compactMetadata": {
+            "trigger": "auto",
+            "preTokens": 75_012,
+            "preservedSegment": {"headUuid": "a1", "anchorUuid": "s1", "tailUuid": "u2"},
+        },
+    }
+    lines = [
+        _user("u1", None, "long talk"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [_result("t1")]),
+        boundary,
+        _user("s1", "b1", "Summary: long talk", isCompactSummary=True),
+        _attachment("x1", "s1", AGENTS),
+        _assistant("a2", "x1", "r2", {"type": "text", "text": "go on"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    assert session.compactions == (1,)
+    summary, kept_use, kept_result = session.calls[1].request.messages
+    assert summary.content == "Summary: long talk"
+    assert kept_use is session.calls[0].response
+    assert [to_payload(b) for b in kept_result.blocks] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "out t1\n\n" + AGENTS_TEXT}
+    ]

@@ -8,10 +8,13 @@ Contract: :func:`parse_file` reads one ``.jsonl`` transcript and returns a :clas
   non-string ``uuid``...) is a bad record: a :class:`FormatError` naming the line, or (lenient) a
   skip;
 - a ``system`` record of subtype ``compact_boundary`` becomes kind ``"boundary"``;
+- an ``attachment`` record whose text :func:`.claude_code_attachments.render_attachment` knows
+  becomes kind ``"attachment"`` holding that text as one block (what the client sends for it); one
+  it does not know is a link, counted in ``set_aside`` as ``attachment/<type>``;
 - every other record that carries a ``uuid`` (progress, other system records, synthetic
   assistant messages) becomes kind ``"link"``: it holds no message but sits in the ``parentUuid``
   chain, which runs through it;
-- every record that is not a real message is counted by kind in ``set_aside``;
+- every other record that is not a real message is counted by kind in ``set_aside``;
 - synthetic assistant messages (``isApiErrorMessage`` or model ``<synthetic>``: text Claude Code
   writes itself when a request failed or was cancelled) are links, not responses: no model produced
   them, they carry no billed usage, and they are not part of what the model receives.
@@ -35,6 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextkit.formats._io import Skips, iter_jsonl
+from contextkit.formats.claude_code_attachments import render_attachment
 from contextkit.messages import BLOCKS_ADAPTER, Block, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Usage
 
@@ -113,6 +117,9 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
             _collect_links(obj, rec, out)
         out.records.append(rec)
         return
+    if kind == "attachment":
+        _take_attachment(obj, line, rank, out)
+        return
     label = kind
     if kind == "system":
         label = f"system/{_opt_str(obj, 'subtype') or '(none)'}"
@@ -127,6 +134,23 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
         rec.kind = "boundary"
         meta = obj.get("compactMetadata")
         rec.meta = meta if isinstance(meta, Mapping) else None
+    out.records.append(rec)
+
+
+def _take_attachment(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None:
+    """An attachment the client renders as text is a record holding it; another is a link."""
+    attachment = obj.get("attachment")
+    if not isinstance(attachment, Mapping):
+        raise BadRecord(f"`attachment` must be an object, found {_tname(attachment)}")
+    text = render_attachment(attachment)
+    if text is None or _opt_str(obj, "uuid") is None:
+        out.set_aside[f"attachment/{attachment.get('type')}"] += 1
+        rec = _base_rec(obj, "link", line, rank)
+        if rec.uuid is not None:
+            out.records.append(rec)
+        return
+    rec = _base_rec(obj, "attachment", line, rank)
+    rec.blocks = (TextBlock(text=text),)
     out.records.append(rec)
 
 
