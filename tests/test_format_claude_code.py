@@ -625,3 +625,19 @@ def test_a_preserved_segment_follows_the_summary(tmp_path: Path) -> None:
     assert [to_payload(b) for b in kept_result.blocks] == [
         {"type": "tool_result", "tool_use_id": "t1", "content": "out t1\n\n" + AGENTS_TEXT}
     ]
+
+
+def test_a_record_written_again_is_read_once(tmp_path: Path) -> None:
+    use = _assistant("a1", "u1", "r1", _tool_use("t1"))
+    result = _user("u2", "a1", [_result("t1")])
+    lines = [
+        _user("u1", None, "go"),
+        use,
+        result,
+        {**use, "slug": "a-name"},
+        {**result, "slug": "a-name"},
+        _assistant("a2", "u2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    assert [len(m.blocks) for m in session.calls[1].request.messages] == [1, 1, 1]
+    assert session.set_aside == {"repeated record": 2}

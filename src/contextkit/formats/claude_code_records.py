@@ -14,6 +14,9 @@ Contract: :func:`parse_file` reads one ``.jsonl`` transcript and returns a :clas
 - every other record that carries a ``uuid`` (progress, other system records, synthetic
   assistant messages) becomes kind ``"link"``: it holds no message but sits in the ``parentUuid``
   chain, which runs through it;
+- a user or assistant line repeating the ``uuid`` of an earlier one is the same record written
+  again (Claude Code rewrites the preserved segment of an auto-compaction before its boundary,
+  differing only in ``slug``): the first is kept, the copy counted as ``repeated record``;
 - every other record that is not a real message is counted by kind in ``set_aside``;
 - synthetic assistant messages (``isApiErrorMessage`` or model ``<synthetic>``: text Claude Code
   writes itself when a request failed or was cancelled) are links, not responses: no model produced
@@ -89,6 +92,8 @@ class ParsedFile:
     set_aside: Counter[str] = field(default_factory=Counter)
     agent_links: dict[str, str] = field(default_factory=dict)
     task_prompts: dict[str, str] = field(default_factory=dict)
+    uuids: set[str] = field(default_factory=set)
+    """uuids of the user and assistant records taken so far."""
 
 
 def parse_file(path: Path, skips: Skips, rank: int) -> ParsedFile:
@@ -111,6 +116,11 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
         raise BadRecord(f"`type` must be a string, found {_tname(kind)}")
     if kind in ("user", "assistant"):
         rec = _message_rec(obj, kind, line, rank)
+        if rec.uuid is not None and rec.uuid in out.uuids:
+            out.set_aside["repeated record"] += 1
+            return
+        if rec.uuid is not None:
+            out.uuids.add(rec.uuid)
         if rec.kind == "link":
             out.set_aside["assistant/synthetic"] += 1
         else:
