@@ -18,12 +18,15 @@ unless ``CI`` is set, when they fail (``.ci/run`` installs it).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -36,8 +39,9 @@ from claude_cli_compare import (
     pair_calls,
     report,
 )
-from claude_cli_helper import Lab, cli_path
+from claude_cli_helper import REPO, Lab, cli_path, cli_version
 from contextkit.formats import load
+from contextkit.formats.claude_code_prefix import RequestPrefix, claude_code_prefix
 from contextkit.messages import ThinkingBlock
 from contextkit.session import LoadedFile
 from contextkit.testing.fake_anthropic import FakeAnthropic, ReceivedRequest, Reply
@@ -283,3 +287,44 @@ def test_report_sums_the_gap_by_kind(
     with capsys.disabled():
         print(f"\nhidden message parts over {len(diffs)} requests (tokens): {totals}")
     assert set(totals) == KNOWN_HIDDEN
+
+
+def _prefix_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "claude_code_prefix_script", REPO / "scripts" / "claude_code_prefix.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _same_shape(measured: RequestPrefix, recorded: RequestPrefix) -> None:
+    """Equal but for sizes, which move with the working folder, platform and date (within 2%)."""
+    sized = {"system", "tool_tokens"}
+    assert measured.model_dump(exclude=sized) == recorded.model_dump(exclude=sized)
+    assert [(b.cache_control, b.opening[:25]) for b in measured.system] == [
+        (b.cache_control, b.opening[:25]) for b in recorded.system
+    ]
+    assert abs(measured.system_chars - recorded.system_chars) <= 0.02 * recorded.system_chars
+    assert abs(measured.tool_tokens - recorded.tool_tokens) <= 0.02 * recorded.tool_tokens
+
+
+def test_the_hidden_prefix_recorded_for_this_version_is_what_it_sends(
+    cli: Path, runs: dict[str, Run]
+) -> None:
+    version = cli_version(cli)
+    captured = (runs["agent"].lab.root / "requests.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in captured]
+    measured = _prefix_script().measure(records, date.today())
+    assert measured.version == version
+    recorded = claude_code_prefix(version)
+    assert recorded is not None, (
+        f"no hidden prefix recorded for Claude Code {version}: run scripts/claude_code_prefix.py "
+        "on a captured requests.jsonl (see its docstring)"
+    )
+    _same_shape(measured.main, recorded.main)
+    assert measured.subagent is not None
+    assert recorded.subagent is not None
+    _same_shape(measured.subagent, recorded.subagent)

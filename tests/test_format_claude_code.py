@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import date
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
 from contextkit.formats.claude_code import READER, load_claude_code
+from contextkit.formats.claude_code_prefix import claude_code_prefix
 from contextkit.messages import Message, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 
@@ -641,3 +643,24 @@ def test_a_record_written_again_is_read_once(tmp_path: Path) -> None:
     session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
     assert [len(m.blocks) for m in session.calls[1].request.messages] == [1, 1, 1]
     assert session.set_aside == {"repeated record": 2}
+
+
+def test_the_recorded_hidden_prefix_of_2_1_197() -> None:
+    prefix = claude_code_prefix("2.1.197")
+    assert prefix is not None
+    assert prefix.seen == date(2026, 12, 2)
+    assert claude_code_prefix("2.1.197.1f1") == prefix
+    assert claude_code_prefix("2.1.197 (Claude Code)") == prefix
+    assert claude_code_prefix("0.0.1") is None
+    main = prefix.main
+    assert [b.cache_control for b in main.system] == [None, "ephemeral", "ephemeral"]
+    assert 25_000 < main.system_chars < 28_000
+    assert main.tool_count == len(main.tool_names) == 24
+    assert main.thinking == {"type": "enabled", "budget_tokens": 31_999}
+    assert main.context_management == {
+        "edits": [{"type": "clear_thinking_20251015", "keep": "all"}]
+    }
+    assert "context-management-2025-06-27" in main.betas
+    assert prefix.subagent is not None
+    assert prefix.subagent.thinking == {"type": "disabled"}
+    assert prefix.subagent.tool_count < main.tool_count
