@@ -15,7 +15,8 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,58 @@ class Lab:
             )
         return done.stdout
 
+    def prompt_while_busy(
+        self,
+        server: FakeAnthropic,
+        first: str,
+        queued: str,
+        gate: Path,
+        *,
+        tools: Sequence[str] = ("Bash",),
+    ) -> None:
+        """A stream-json session: ``first``, then ``queued`` while the scripted tool of the first
+        reply waits for ``gate`` to exist; the gate opens once the CLI has queued the message (its
+        transcript says so), so the message is delivered mid-turn, never by luck of timing."""
+        command = [str(self.cli), "-p", "--input-format", "stream-json", "--output-format"]
+        command += ["stream-json", "--verbose", "--model", MODEL, "--allowedTools", ",".join(tools)]
+        with (self.root / "stream.out").open("w") as out:
+            child = subprocess.Popen(
+                command,
+                cwd=self.work,
+                env=self.env(server, {}),
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert child.stdin is not None
+            try:
+                child.stdin.write(_user_line(first))
+                child.stdin.flush()
+                _wait_for(lambda: len(server.requests) >= 1, "the first reply")
+                child.stdin.write(_user_line(queued))
+                child.stdin.flush()
+                _wait_for(lambda: self._queued(queued), "the CLI to queue the second message")
+                gate.touch()
+                _wait_for(lambda: len(server.requests) >= 2, "the request after the tool")
+                child.stdin.close()
+                returncode = child.wait(timeout=TIMEOUT_S)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+        if returncode != 0:
+            raise AssertionError(
+                f"claude exited {returncode}: {(self.root / 'stream.out').read_text()[-2000:]}"
+            )
+
+    def _queued(self, text: str) -> bool:
+        for path in self.transcripts():
+            for line in path.read_text().splitlines():
+                record = json.loads(line)
+                if record.get("operation") == "enqueue" and record.get("content") == text:
+                    return True
+        return False
+
     def transcripts(self) -> list[Path]:
         """Every ``.jsonl`` the CLI wrote under ``home/.claude/projects`` (subagents included)."""
         return sorted((self.home / ".claude" / "projects").rglob("*.jsonl"))
@@ -128,6 +181,18 @@ class Lab:
         if keep_dir:
             shutil.copytree(self.root, Path(keep_dir) / self.root.name, dirs_exist_ok=True)
         return out
+
+
+def _user_line(text: str) -> str:
+    return json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+
+
+def _wait_for(done: Callable[[], bool], what: str, timeout_s: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
 
 def _record(r: ReceivedRequest) -> dict[str, object]:

@@ -42,7 +42,7 @@ from claude_cli_compare import (
 from claude_cli_helper import REPO, Lab, cli_path, cli_version
 from contextkit.formats import load
 from contextkit.formats.claude_code_prefix import RequestPrefix, claude_code_prefix
-from contextkit.messages import ThinkingBlock
+from contextkit.messages import TextBlock, ThinkingBlock, ToolResultBlock
 from contextkit.session import LoadedFile
 from contextkit.testing.fake_anthropic import FakeAnthropic, ReceivedRequest, Reply
 
@@ -85,6 +85,11 @@ def _run(root: Path, cli: Path, session: Session) -> Run:
             lab.prompt(server, text, resume=resume, tools=TOOLS, env=env)
         lab.keep(server)
         requests = server.requests
+    return _compared(lab, requests)
+
+
+def _compared(lab: Lab, requests: tuple[ReceivedRequest, ...]) -> Run:
+    root = lab.root
     loaded = load(lab.main_transcript())
     pairs = pair_calls(requests, loaded.sessions)
     diffs = [compare_call(r, c) for r, c in pairs if c is not None]
@@ -169,16 +174,45 @@ def _compact_session(work: Path) -> tuple[list[Reply], list[Prompt], dict[str, s
     return steps, prompts, {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}
 
 
+def _command_session(work: Path) -> tuple[list[Reply], list[Prompt], dict[str, str]]:
+    # CLAUDE.md goes into the user context (hidden); the custom command's expansion is recorded.
+    (work / "CLAUDE.md").write_text("Answer in one word.\n")
+    commands = work / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text("Say hello to $ARGUMENTS politely.\n")
+    steps = [
+        Reply.tool_call("toolu_g1", "Bash", {"command": "echo hi", "description": "Echo"}),
+        Reply.text("Hello, Ada."),
+        Reply.text("Again."),
+    ]
+    return steps, [("/greet Ada", False), ("and again", True)], {}
+
+
 SESSIONS: dict[str, Session] = {
     "tools": _tools_session,
     "agent": _agent_session,
     "compact": _compact_session,
+    "command": _command_session,
 }
+QUEUED = "Also say which file you read."
+
+
+def _queued_run(root: Path, cli: Path) -> Run:
+    lab = Lab(root, cli)
+    wait = {"command": "while [ ! -f gate ]; do sleep 0.05; done; echo hi", "description": "Wait"}
+    steps = [Reply.tool_call("toolu_q1", "Bash", wait), Reply.text("Done, and noted.")]
+    with FakeAnthropic(steps) as server:
+        lab.prompt_while_busy(server, "Run the slow step", QUEUED, lab.work / "gate")
+        lab.keep(server)
+        requests = server.requests
+    return _compared(lab, requests)
 
 
 @pytest.fixture(scope="module")
 def runs(cli: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    return {name: _run(tmp_path_factory.mktemp(name), cli, s) for name, s in SESSIONS.items()}
+    out = {name: _run(tmp_path_factory.mktemp(name), cli, s) for name, s in SESSIONS.items()}
+    out["queued"] = _queued_run(tmp_path_factory.mktemp("queued"), cli)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -196,7 +230,10 @@ def test_the_cli_ran_the_scripted_tools(runs: dict[str, Run]) -> None:
     assert all(r.accepted for run in runs.values() for r in run.requests)
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+NAMES = sorted([*SESSIONS, "queued"])
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_rebuilt_messages_are_the_sent_ones_but_for_known_hidden_parts(
     runs: dict[str, Run], name: str
 ) -> None:
@@ -211,7 +248,7 @@ def test_rebuilt_messages_are_the_sent_ones_but_for_known_hidden_parts(
     assert all(not d.call.request.system and not d.call.request.tools for d in run.diffs if d.call)
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_request_has_its_call_but_the_compaction_request(
     runs: dict[str, Run], name: str
 ) -> None:
@@ -223,11 +260,11 @@ def test_every_request_has_its_call_but_the_compaction_request(
 
 
 def test_the_user_context_is_the_only_gap_of_the_main_sessions(runs: dict[str, Run]) -> None:
-    for name in ("tools", "compact"):
+    for name in ("tools", "compact", "command", "queued"):
         for diff in runs[name].diffs:
             first, *rest = diff.messages
             assert set(first.hidden) == {USER_CONTEXT_KIND}
-            assert 60 <= first.hidden[USER_CONTEXT_KIND] <= 120
+            assert 60 <= first.hidden[USER_CONTEXT_KIND] <= 200  # with CLAUDE.md: about 160
             assert all(not m.hidden for m in rest)
 
 
@@ -268,6 +305,25 @@ def test_auto_compaction_is_read_from_the_transcript(runs: dict[str, Run]) -> No
     response = main.calls[2].response
     assert response is not None
     assert response.blocks[0].type == "text"
+
+
+def test_a_queued_message_reaches_the_model_with_the_next_tool_result(runs: dict[str, Run]) -> None:
+    run = runs["queued"]
+    last = run.diffs[-1].call
+    assert last is not None
+    result = last.request.messages[-1].blocks[0]
+    assert isinstance(result, ToolResultBlock)
+    assert QUEUED in result.text
+    assert "The user sent a new message while you were working" in result.text
+
+
+def test_a_custom_command_is_sent_as_recorded(runs: dict[str, Run]) -> None:
+    first = runs["command"].diffs[0]
+    assert first.exact
+    assert first.call is not None
+    texts = [b.text for b in first.call.request.messages[0].blocks if isinstance(b, TextBlock)]
+    assert any(t.startswith("<command-message>greet</command-message>") for t in texts)
+    assert texts[-1] == "Say hello to Ada politely.\n"
 
 
 def _known_hidden_total(diffs: Sequence[CallDiff]) -> dict[str, int]:

@@ -543,7 +543,7 @@ AGENTS_TEXT = (
 SKILLS = {"type": "skill_listing", "content": "- init: write CLAUDE.md", "isInitial": True}
 SKILLS_TEXT = (
     "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n"
-    "- init: write CLAUDE.md\n</system-reminder>\n"
+    "- init: write CLAUDE.md\n</system-reminder>"
 )
 
 
@@ -564,7 +564,7 @@ def test_attachments_go_before_the_prompt_or_into_the_last_tool_result(tmp_path:
     prompt = first.request.messages[0]
     assert [to_payload(b) for b in prompt.blocks] == [
         {"type": "text", "text": AGENTS_TEXT},
-        {"type": "text", "text": SKILLS_TEXT},
+        {"type": "text", "text": SKILLS_TEXT + "\n"},  # one message, joined to the prompt's
         {"type": "text", "text": "fix it"},
     ]
     result = second.request.messages[2].blocks
@@ -593,7 +593,7 @@ def test_reminders_join_a_tool_result_holding_blocks(tmp_path: Path) -> None:
     (result,) = session.calls[1].request.messages[2].blocks
     assert isinstance(result, ToolResultBlock)
     assert isinstance(result.content, tuple)
-    joined = f"line one\n\n{SKILLS_TEXT.strip()}\n\n{AGENTS_TEXT}"
+    joined = f"line one\n\n{SKILLS_TEXT}\n\n{AGENTS_TEXT}"
     assert [to_payload(b) for b in result.content] == [{"type": "text", "text": joined}]
 
 
@@ -664,3 +664,24 @@ def test_the_recorded_hidden_prefix_of_2_1_197() -> None:
     assert prefix.subagent is not None
     assert prefix.subagent.thinking == {"type": "disabled"}
     assert prefix.subagent.tool_count < main.tool_count
+
+
+def test_a_queued_message_joins_the_tool_result_it_came_with(tmp_path: Path) -> None:
+    queued = {"type": "queued_command", "prompt": "also this", "commandMode": "prompt"}
+    lines = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [_result("t1")]),
+        _attachment("x1", "u2", queued),
+        _attachment("x2", "x1", {**queued, "origin": {"kind": "channel"}}),
+        _assistant("a2", "x2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    (result,) = session.calls[1].request.messages[2].blocks
+    assert isinstance(result, ToolResultBlock)
+    assert result.content == (
+        "out t1\n\n<system-reminder>\nThe user sent a new message while you were working:\n"
+        "also this\n\nIMPORTANT: After completing your current task, you MUST address the user's "
+        "message above. Do not ignore it.\n</system-reminder>"
+    )
+    assert session.set_aside == {"attachment/queued_command": 1}  # another origin: not known

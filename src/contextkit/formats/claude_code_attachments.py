@@ -7,9 +7,11 @@ block Claude Code 2.1.x sends for it (a ``<system-reminder>`` wrapped message), 
 
 The texts are the client's own templates, checked against the requests the real CLI (2.1.197)
 sent in ``tests/test_claude_code_cli.py``: ``agent_listing_delta`` (the agent types, first request
-and again after a compaction) and ``skill_listing`` (the skills); ``critical_system_reminder``,
-``nested_memory`` and ``agent_mention`` use the same wrapper with the client's template, read from
-the same build but not seen in a recorded request.
+and again after a compaction), ``skill_listing`` (the skills) and ``queued_command`` (a message
+the user sent while the agent worked, delivered with the next tool result);
+``critical_system_reminder``, ``nested_memory``, ``agent_mention`` and removals in an agent listing
+use the same wrapper with the client's template, read from the same build but not seen in a
+recorded request.
 
 Where the text goes is :mod:`.claude_code_calls`' business: before the prompt of the user message
 it follows, or appended to that message's last tool result when it answers tools.
@@ -20,6 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+AMBIENT_NOTE = (
+    "This is ambient context \u2014 do not narrate it to the user unless they ask or it is "
+    "directly relevant to their request."
+)
+QUEUED = "The user sent a new message while you were working:\n"
+QUEUED_NOTE = (
+    "IMPORTANT: After completing your current task, you MUST address the user's message above. "
+    "Do not ignore it."
+)
 CONCURRENCY_NOTE = (
     "When you launch multiple agents for independent work, send them in a single message with "
     "multiple tool uses so they run concurrently."
@@ -39,9 +50,9 @@ def render_attachment(attachment: Mapping[str, Any]) -> str | None:
 
 
 def _agent_listing(a: Mapping[str, Any]) -> str | None:
-    added, removed = a.get("addedLines"), a.get("removedTypes")
-    if not isinstance(added, list) or removed:
-        return None  # removals add a note whose text is not known here
+    added, removed = a.get("addedLines"), a.get("removedTypes") or []
+    if not isinstance(added, list) or not isinstance(removed, list):
+        return None
     initial = a.get("isInitial") is True
     parts = []
     if added:
@@ -51,6 +62,9 @@ def _agent_listing(a: Mapping[str, Any]) -> str | None:
             else "New agent types are now available for the Agent tool:"
         )
         parts.append(head + "\n" + "\n".join(str(line) for line in added))
+    if removed:
+        gone = "\n".join(f"- {name}" for name in removed)
+        parts += [f"The following agent types are no longer available:\n{gone}", AMBIENT_NOTE]
     if initial and a.get("showConcurrencyNote") is True:
         parts.append(CONCURRENCY_NOTE)
     return reminder("\n\n".join(parts)) if parts else None
@@ -60,9 +74,16 @@ def _skill_listing(a: Mapping[str, Any]) -> str | None:
     content = a.get("content")
     if not isinstance(content, str) or not content:
         return None
-    # The newline after the wrapper is what 2.1.197 sends (seen on every skill listing).
     text = f"The following skills are available for use with the Skill tool:\n\n{content}"
-    return reminder(text) + "\n"
+    return reminder(text)
+
+
+def _queued(a: Mapping[str, Any]) -> str | None:
+    prompt, origin = a.get("prompt"), a.get("origin")
+    kind = origin.get("kind") if isinstance(origin, Mapping) else None
+    if not isinstance(prompt, str) or a.get("imagePasteIds") or kind not in (None, "human"):
+        return None  # other origins and pasted images have templates not known here
+    return reminder(f"{QUEUED}{prompt}\n\n{QUEUED_NOTE}")
 
 
 def _critical(a: Mapping[str, Any]) -> str | None:
@@ -93,6 +114,7 @@ def _agent_mention(a: Mapping[str, Any]) -> str | None:
 _RENDERERS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "agent_listing_delta": _agent_listing,
     "skill_listing": _skill_listing,
+    "queued_command": _queued,
     "critical_system_reminder": _critical,
     "nested_memory": _nested_memory,
     "agent_mention": _agent_mention,

@@ -20,7 +20,9 @@ Contract of :func:`build_calls` (one thread = the main conversation or one subag
 - Attachment records (their rendered ``<system-reminder>`` text) join the user message they follow
   as Claude Code 2.1.x sends them: where it answers tools, appended to the last tool result's
   content (texts trimmed and joined by blank lines); otherwise before the prompt's own blocks
-  (the client moves attachments up past the prompt they follow).
+  (the client moves attachments up past the prompt they follow). The client sends each record as
+  a message and merges consecutive user messages: where one ends with a text and the next starts
+  with one, the first text gets a newline (the attachments of one turn make one message).
 - After a compaction whose boundary names a ``preservedSegment`` (head, anchor, tail), the records
   from head to tail follow the anchor (the summary message): the client kept them verbatim and
   sends them after the summary, though the file wrote them before the boundary.
@@ -270,8 +272,20 @@ def _user_blocks(recs: list[Rec]) -> list[Block]:
     results = [b for b in said if isinstance(b, ToolResultBlock)]
     others = [b for b in said if not isinstance(b, ToolResultBlock)]
     if not results:
-        return reminders + others
+        return _joined([reminders, *(list(r.blocks) for r in recs if r.kind != "attachment")])
     return [*results[:-1], *_with_reminders(results[-1], reminders), *others]
+
+
+def _joined(parts: list[list[Block]]) -> list[Block]:
+    """The parts (one per message the client merges) as one content: where a text ends one part
+    and a text starts the next, the first gets a newline, as the client joins them."""
+    out: list[Block] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if part and isinstance(last, TextBlock) and isinstance(part[0], TextBlock):
+            out[-1] = TextBlock(text=last.text + "\n")
+        out.extend(part)
+    return out
 
 
 def _with_reminders(result: ToolResultBlock, reminders: list[Block]) -> list[Block]:
