@@ -17,7 +17,7 @@ from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
 from contextkit.formats.claude_code import READER, load_claude_code
 from contextkit.formats.claude_code_prefix import claude_code_prefix
-from contextkit.messages import Message, ToolResultBlock, to_payload
+from contextkit.messages import Message, TextBlock, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 
 SPOTTER_MAIN = "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -524,6 +524,7 @@ def _attachment(uuid: str, parent: str, attachment: dict[str, Any]) -> dict[str,
         "sessionId": "s1",
         "isSidechain": False,
         "attachment": attachment,
+        "version": "2.1.197",
     }
 
 
@@ -564,7 +565,7 @@ def test_attachments_go_before_the_prompt_or_into_the_last_tool_result(tmp_path:
     prompt = first.request.messages[0]
     assert [to_payload(b) for b in prompt.blocks] == [
         {"type": "text", "text": AGENTS_TEXT},
-        {"type": "text", "text": SKILLS_TEXT + "\n"},  # one message, joined to the prompt's
+        {"type": "text", "text": SKILLS_TEXT + "\n"},  # one message, joined to the prompt's (2.1+)
         {"type": "text", "text": "fix it"},
     ]
     result = second.request.messages[2].blocks
@@ -685,3 +686,20 @@ def test_a_queued_message_joins_the_tool_result_it_came_with(tmp_path: Path) -> 
         "message above. Do not ignore it.\n</system-reminder>"
     )
     assert session.set_aside == {"attachment/queued_command": 1}  # another origin: not known
+
+
+def test_user_records_join_with_a_newline_from_2_1_only(tmp_path: Path) -> None:
+    def first_message(version: str | None) -> list[str]:
+        extra = {"version": version} if version else {}
+        lines = [
+            _user("u1", None, "<command-name>/greet</command-name>", **extra),
+            _user("u2", "u1", [{"type": "text", "text": "Say hello."}], **extra),
+            _assistant("a1", "u2", "r1", {"type": "text", "text": "hello"}),
+        ]
+        loaded = load_claude_code(_write(tmp_path / f"{version}.jsonl", lines))
+        message = loaded.sessions[0].calls[0].request.messages[0]
+        return [b.text for b in message.blocks if isinstance(b, TextBlock)]
+
+    assert first_message("2.1.197") == ["<command-name>/greet</command-name>\n", "Say hello."]
+    assert first_message("1.0.6") == ["<command-name>/greet</command-name>", "Say hello."]
+    assert first_message(None) == ["<command-name>/greet</command-name>", "Say hello."]

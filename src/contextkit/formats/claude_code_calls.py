@@ -21,8 +21,10 @@ Contract of :func:`build_calls` (one thread = the main conversation or one subag
   as Claude Code 2.1.x sends them: where it answers tools, appended to the last tool result's
   content (texts trimmed and joined by blank lines); otherwise before the prompt's own blocks
   (the client moves attachments up past the prompt they follow). The client sends each record as
-  a message and merges consecutive user messages: where one ends with a text and the next starts
-  with one, the first text gets a newline (the attachments of one turn make one message).
+  a message and merges consecutive user messages: from version 2.1 (:data:`SEAM_SINCE`), where
+  one ends with a text and the next starts with one, the first text gets a newline (the
+  attachments of one turn make one message). Seen in 2.1.197's requests and not in 1.0.6's (the
+  claude-trace corpus file); the versions between were not observed, so the boundary is a guess.
 - After a compaction whose boundary names a ``preservedSegment`` (head, anchor, tail), the records
   from head to tail follow the anchor (the summary message): the client kept them verbatim and
   sends them after the summary, though the file wrote them before the boundary.
@@ -148,6 +150,7 @@ def _chain(first: Rec) -> list[Rec]:
     return out
 
 
+SEAM_SINCE = (2, 1)
 _Order = tuple[tuple[int, int], tuple[int, int]]
 _MESSAGE_KINDS = ("user", "assistant", "attachment")
 
@@ -272,7 +275,9 @@ def _user_blocks(recs: list[Rec]) -> list[Block]:
     results = [b for b in said if isinstance(b, ToolResultBlock)]
     others = [b for b in said if not isinstance(b, ToolResultBlock)]
     if not results:
-        return _joined([reminders, *(list(r.blocks) for r in recs if r.kind != "attachment")])
+        parts = [reminders, *(list(r.blocks) for r in recs if r.kind != "attachment")]
+        seams = any(r.version is not None and r.version >= SEAM_SINCE for r in recs)
+        return _joined(parts) if seams else [b for part in parts for b in part]
     return [*results[:-1], *_with_reminders(results[-1], reminders), *others]
 
 

@@ -69,6 +69,8 @@ class Rec:
     sidechain: bool = False
     agent_id: str | None = None
     session_id: str | None = None
+    version: tuple[int, ...] | None = None
+    """The client version that wrote the line (``version``: ``2.1.197`` -> (2, 1, 197))."""
     timestamp: datetime | None = None
     blocks: tuple[Block, ...] = ()
     text: str | None = None
@@ -177,6 +179,7 @@ def _base_rec(obj: Mapping[str, Any], kind: str, line: int, rank: int) -> Rec:
         sidechain=bool(sidechain),
         agent_id=_opt_str(obj, "agentId"),
         session_id=_opt_str(obj, "sessionId"),
+        version=_version(obj.get("version")),
         timestamp=_timestamp(obj),
     )
 
@@ -255,6 +258,13 @@ def _opt_str(obj: Mapping[str, Any], key: str, prefix: str = "") -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise BadRecord(f"`{prefix}{key}` must be a string, found {_tname(value)}")
+
+
+def _version(value: object) -> tuple[int, ...] | None:
+    if not isinstance(value, str):
+        return None
+    parts = value.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
 def _timestamp(obj: Mapping[str, Any]) -> datetime | None:
