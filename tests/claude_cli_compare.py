@@ -34,6 +34,9 @@ USER_CONTEXT = "<system-reminder>\nAs you answer the user's questions, you can u
 USER_CONTEXT_KIND = "user context (date, CLAUDE.md)"
 """The client prepends its user context (today's date, CLAUDE.md files) to the first user message
 of every request and never writes it down."""
+COMPACT_KIND = "compaction instruction"
+"""The summary request of an auto-compaction is the history so far with this instruction (about
+6k characters) appended to its last user message; the transcript records neither."""
 AGENT_LISTING = "\n\n<system-reminder>\nAvailable agent types for the Agent tool:"
 SUBAGENT_LISTING_KIND = "agent listing sent to a subagent (not in its file)"
 """A subagent's second request appends the agent listing to its first tool result; the subagent's
@@ -54,6 +57,8 @@ def explain(block: Mapping[str, Any], rebuilt: list[dict[str, Any]]) -> tuple[st
     text = block.get("text")
     if block.get("type") == "text" and isinstance(text, str) and text.startswith(USER_CONTEXT):
         return USER_CONTEXT_KIND, None
+    if block.get("type") == "text" and isinstance(text, str) and text.startswith(COMPACT_MARK):
+        return COMPACT_KIND, None
     content = block.get("content")
     if block.get("type") == "tool_result" and isinstance(content, str) and AGENT_LISTING in content:
         bare = {**block, "content": content[: content.index(AGENT_LISTING)]}

@@ -31,6 +31,7 @@ from types import ModuleType
 import pytest
 
 from claude_cli_compare import (
+    COMPACT_KIND,
     SUBAGENT_LISTING_KIND,
     USER_CONTEXT_KIND,
     CallDiff,
@@ -305,6 +306,21 @@ def test_auto_compaction_is_read_from_the_transcript(runs: dict[str, Run]) -> No
     response = main.calls[2].response
     assert response is not None
     assert response.blocks[0].type == "text"
+
+
+def test_the_summary_request_is_the_history_before_it_plus_the_instruction(
+    runs: dict[str, Run],
+) -> None:
+    # The transcript does not record it, but it can be rebuilt: the request of the call before,
+    # with the instruction after the last tool result (the preserved exchange is left out).
+    run = runs["compact"]
+    (summary_request,) = run.unpaired
+    before = run.loaded.sessions[0].calls[1]
+    diff = compare_call(summary_request, before)
+    assert diff.exact, report([diff])
+    assert set(diff.messages[-1].hidden) == {COMPACT_KIND}
+    assert 1_000 < diff.messages[-1].hidden[COMPACT_KIND] < 2_000
+    print(f"\ncompaction instruction: {diff.messages[-1].hidden[COMPACT_KIND]} tokens")
 
 
 def test_a_queued_message_reaches_the_model_with_the_next_tool_result(runs: dict[str, Run]) -> None:
