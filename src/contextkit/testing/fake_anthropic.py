@@ -46,8 +46,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
@@ -55,7 +54,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextkit.cache import AnthropicCache, CacheSimulator
 from contextkit.engine import MAX_BREAKPOINTS, count_breakpoints
-from contextkit.formats.sse import stream_events, to_sse
 from contextkit.messages import (
     Block,
     Conversation,
@@ -66,6 +64,7 @@ from contextkit.messages import (
     to_payload,
     validate,
 )
+from contextkit.testing._fake_http import Answer, handler_for
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 MESSAGES_PATH = "/v1/messages"
@@ -151,21 +150,6 @@ class ReceivedRequest(BaseModel):
     @property
     def accepted(self) -> bool:
         return self.status == 200
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the server sends back: a status and a JSON body, or the body as an SSE stream."""
-
-    status: int
-    body: dict[str, Any]
-    stream: bool = False
-
-    def encode(self) -> tuple[str, bytes]:
-        """The content type and the bytes on the wire."""
-        if self.stream:
-            return "text/event-stream", to_sse(stream_events(self.body)).encode()
-        return "application/json", json.dumps(self.body).encode()
 
 
 class Rejected(Exception):
@@ -329,7 +313,7 @@ class FakeAnthropic:
         return f"http://{host!s}:{port}"
 
     def start(self) -> FakeAnthropic:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self.handle))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -540,41 +524,6 @@ def _overridden(usage: dict[str, Any], override: Mapping[str, Any]) -> dict[str,
         total = override["cache_creation_input_tokens"]
         out["cache_creation"] = {"ephemeral_5m_input_tokens": total, "ephemeral_1h_input_tokens": 0}
     return out
-
-
-def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: the SDK reuses its connection
-        # Headers and body go out in two writes; with Nagle on, the second waits for the
-        # client's delayed ACK (about 40 ms a call).
-        disable_nagle_algorithm = True
-
-        def do_POST(self) -> None:
-            self._answer("POST")
-
-        def do_GET(self) -> None:
-            self._answer("GET")
-
-        def _answer(self, method: str) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length).decode("utf-8", errors="replace")
-            answer = fake.handle(self.path, raw, dict(self.headers.items()), method)
-            kind, data = answer.encode()
-            self.send_response(answer.status)
-            self.send_header("content-type", kind)
-            if answer.stream:
-                self.send_header("cache-control", "no-cache")
-            self.send_header("content-length", str(len(data)))
-            message_id = str(answer.body.get("id", ""))
-            request_id = message_id.replace("msg_", "req_", 1) or f"req_fake_x{len(fake.requests)}"
-            self.send_header("request-id", request_id)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # tests read ``fake.requests``, not the access log
-
-    return Handler
 
 
 def tool_loop_replies(
