@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import date
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
 from contextkit.formats.claude_code import READER, load_claude_code
-from contextkit.messages import Message, ToolResultBlock
+from contextkit.formats.claude_code_prefix import claude_code_prefix
+from contextkit.messages import Message, TextBlock, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 
 SPOTTER_MAIN = "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -507,3 +509,197 @@ def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:
         assert usage is not None
         assert before is not None
         assert usage.cache_read < before.total_input / 3
+
+
+# --------------------------------------------------------------------------------------------------
+# Attachments and preserved segments, as Claude Code 2.1.197 writes and sends them (the real CLI's
+# requests are compared in test_claude_code_cli.py; these cases pin the rules without it)
+
+
+def _attachment(uuid: str, parent: str, attachment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "attachment",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "s1",
+        "isSidechain": False,
+        "attachment": attachment,
+        "version": "2.1.197",
+    }
+
+
+AGENTS = {
+    "type": "agent_listing_delta",
+    "addedTypes": ["Explore"],
+    "addedLines": ["- Explore: search code"],
+    "removedTypes": [],
+    "isInitial": True,
+    "showConcurrencyNote": True,
+}
+AGENTS_TEXT = (
+    "<system-reminder>\nAvailable agent types for the Agent tool:\n- Explore: search code\n\n"
+    "When you launch multiple agents for independent work, send them in a single message with "
+    "multiple tool uses so they run concurrently.\n</system-reminder>"
+)
+SKILLS = {"type": "skill_listing", "content": "- init: write CLAUDE.md", "isInitial": True}
+SKILLS_TEXT = (
+    "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n"
+    "- init: write CLAUDE.md\n</system-reminder>"
+)
+
+
+def test_attachments_go_before_the_prompt_or_into_the_last_tool_result(tmp_path: Path) -> None:
+    lines = [
+        _user("u1", None, "fix it"),
+        _attachment("x1", "u1", AGENTS),
+        _attachment("x2", "x1", SKILLS),
+        _attachment("x3", "x2", {"type": "some_future_kind", "data": 1}),
+        _assistant("a1", "x3", "r1", _tool_use("t1")),
+        _user("u2", "a1", [{**_result("t1"), "is_error": False}]),
+        _attachment("x4", "u2", AGENTS),
+        _assistant("a2", "x4", "r2", {"type": "text", "text": "done"}),
+    ]
+    loaded = load_claude_code(_write(tmp_path / "s.jsonl", lines))
+    session = loaded.sessions[0]
+    first, second = session.calls
+    prompt = first.request.messages[0]
+    assert [to_payload(b) for b in prompt.blocks] == [
+        {"type": "text", "text": AGENTS_TEXT},
+        {"type": "text", "text": SKILLS_TEXT + "\n"},  # one message, joined to the prompt's (2.1+)
+        {"type": "text", "text": "fix it"},
+    ]
+    result = second.request.messages[2].blocks
+    assert [to_payload(b) for b in result] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "t1",
+            "content": "out t1\n\n" + AGENTS_TEXT,
+            "is_error": False,
+        }
+    ]
+    assert session.set_aside == {"attachment/some_future_kind": 1}
+
+
+def test_reminders_join_a_tool_result_holding_blocks(tmp_path: Path) -> None:
+    blocks = [{"type": "text", "text": "line one\n"}]
+    lines = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [{**_result("t1"), "content": blocks}]),
+        _attachment("x1", "u2", SKILLS),
+        _attachment("x2", "x1", AGENTS),
+        _assistant("a2", "x2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    (result,) = session.calls[1].request.messages[2].blocks
+    assert isinstance(result, ToolResultBlock)
+    assert isinstance(result.content, tuple)
+    joined = f"line one\n\n{SKILLS_TEXT}\n\n{AGENTS_TEXT}"
+    assert [to_payload(b) for b in result.content] == [{"type": "text", "text": joined}]
+
+
+def test_a_preserved_segment_follows_the_summary(tmp_path: Path) -> None:
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "b1",
+        "parentUuid": None,
+        "logicalParentUuid": "u2",
+        "compactMetadata": {
+            "trigger": "auto",
+            "preTokens": 75_012,
+            "preservedSegment": {"headUuid": "a1", "anchorUuid": "s1", "tailUuid": "u2"},
+        },
+    }
+    lines = [
+        _user("u1", None, "long talk"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [_result("t1")]),
+        boundary,
+        _user("s1", "b1", "Summary: long talk", isCompactSummary=True),
+        _attachment("x1", "s1", AGENTS),
+        _assistant("a2", "x1", "r2", {"type": "text", "text": "go on"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    assert session.compactions == (1,)
+    summary, kept_use, kept_result = session.calls[1].request.messages
+    assert summary.content == "Summary: long talk"
+    assert kept_use is session.calls[0].response
+    assert [to_payload(b) for b in kept_result.blocks] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "out t1\n\n" + AGENTS_TEXT}
+    ]
+
+
+def test_a_record_written_again_is_read_once(tmp_path: Path) -> None:
+    use = _assistant("a1", "u1", "r1", _tool_use("t1"))
+    result = _user("u2", "a1", [_result("t1")])
+    lines = [
+        _user("u1", None, "go"),
+        use,
+        result,
+        {**use, "slug": "a-name"},
+        {**result, "slug": "a-name"},
+        _assistant("a2", "u2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    assert [len(m.blocks) for m in session.calls[1].request.messages] == [1, 1, 1]
+    assert session.set_aside == {"repeated record": 2}
+
+
+def test_the_recorded_hidden_prefix_of_2_1_197() -> None:
+    prefix = claude_code_prefix("2.1.197")
+    assert prefix is not None
+    assert prefix.seen == date(2026, 12, 2)
+    assert claude_code_prefix("2.1.197.1f1") == prefix
+    assert claude_code_prefix("2.1.197 (Claude Code)") == prefix
+    assert claude_code_prefix("0.0.1") is None
+    main = prefix.main
+    assert [b.cache_control for b in main.system] == [None, "ephemeral", "ephemeral"]
+    assert 25_000 < main.system_chars < 28_000
+    assert main.tool_count == len(main.tool_names) == 24
+    assert main.thinking == {"type": "enabled", "budget_tokens": 31_999}
+    assert main.context_management == {
+        "edits": [{"type": "clear_thinking_20251015", "keep": "all"}]
+    }
+    assert "context-management-2025-06-27" in main.betas
+    assert prefix.subagent is not None
+    assert prefix.subagent.thinking == {"type": "disabled"}
+    assert prefix.subagent.tool_count < main.tool_count
+
+
+def test_a_queued_message_joins_the_tool_result_it_came_with(tmp_path: Path) -> None:
+    queued = {"type": "queued_command", "prompt": "also this", "commandMode": "prompt"}
+    lines = [
+        _user("u1", None, "go"),
+        _assistant("a1", "u1", "r1", _tool_use("t1")),
+        _user("u2", "a1", [_result("t1")]),
+        _attachment("x1", "u2", queued),
+        _attachment("x2", "x1", {**queued, "origin": {"kind": "channel"}}),
+        _assistant("a2", "x2", "r2", {"type": "text", "text": "done"}),
+    ]
+    session = load_claude_code(_write(tmp_path / "s.jsonl", lines)).sessions[0]
+    (result,) = session.calls[1].request.messages[2].blocks
+    assert isinstance(result, ToolResultBlock)
+    assert result.content == (
+        "out t1\n\n<system-reminder>\nThe user sent a new message while you were working:\n"
+        "also this\n\nIMPORTANT: After completing your current task, you MUST address the user's "
+        "message above. Do not ignore it.\n</system-reminder>"
+    )
+    assert session.set_aside == {"attachment/queued_command": 1}  # another origin: not known
+
+
+def test_user_records_join_with_a_newline_from_2_1_only(tmp_path: Path) -> None:
+    def first_message(version: str | None) -> list[str]:
+        extra = {"version": version} if version else {}
+        lines = [
+            _user("u1", None, "<command-name>/greet</command-name>", **extra),
+            _user("u2", "u1", [{"type": "text", "text": "Say hello."}], **extra),
+            _assistant("a1", "u2", "r1", {"type": "text", "text": "hello"}),
+        ]
+        loaded = load_claude_code(_write(tmp_path / f"{version}.jsonl", lines))
+        message = loaded.sessions[0].calls[0].request.messages[0]
+        return [b.text for b in message.blocks if isinstance(b, TextBlock)]
+
+    assert first_message("2.1.197") == ["<command-name>/greet</command-name>\n", "Say hello."]
+    assert first_message("1.0.6") == ["<command-name>/greet</command-name>", "Say hello."]
+    assert first_message(None) == ["<command-name>/greet</command-name>", "Say hello."]

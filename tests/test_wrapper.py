@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from contextkit.cache import AnthropicCache
 from contextkit.engine import read_checkpoint
 from contextkit.engine.anthropic import STREAMING_REFUSED, wrap
 from contextkit.errors import ContextkitError
+from contextkit.formats.sse import assemble_stream, stream_events, to_sse
 from contextkit.messages import INTERRUPTED_TEXT, Conversation, ThinkingBlock, to_payload
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
 from contextkit.tokens import ApproxCounter
@@ -394,3 +397,97 @@ def test_fake_usage_follows_the_cache_and_records_are_frozen() -> None:
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
     assert client.engine.calls[1].usage is not None
     assert client.engine.calls[1].usage.cache_read == second.usage.cache_read_input_tokens
+
+
+# -- the fake server streams -------------------------------------------------------------------
+
+THINK_AND_CALL = Reply.of(
+    {"type": "thinking", "thinking": "The tests live in tests/; read the failing one first."},
+    {"type": "text", "text": "Reading the test."},
+    {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "tests/test_x.py"}},
+    stop_reason="tool_use",
+)
+
+
+def test_stream_events_assemble_back_to_the_message() -> None:
+    body: dict[str, Any] = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [
+            {"type": "thinking", "thinking": "x" * 150, "signature": "sig"},
+            {"type": "text", "text": "y" * 130},
+            {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": [1, 2], "b": "z" * 80}},
+            {"type": "tool_use", "id": "t2", "name": "g", "input": {}},
+        ],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "cache_read_input_tokens": 7, "output_tokens": 42},
+    }
+    events = stream_events(body)
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["message_start", "ping"]
+    assert kinds[-2:] == ["message_delta", "message_stop"]
+    assert events[0]["message"]["usage"]["output_tokens"] == 1  # a placeholder, as the API sends
+    deltas = {e["delta"]["type"] for e in events if e["type"] == "content_block_delta"}
+    assert deltas == {"thinking_delta", "signature_delta", "text_delta", "input_json_delta"}
+    assembled = assemble_stream(to_sse(events))
+    assert assembled.complete
+    assert assembled.message == body
+
+
+def test_fake_streams_what_it_would_answer_and_records_headers() -> None:
+    enabled: Any = {"type": "enabled", "budget_tokens": 1024}
+    with _server([THINK_AND_CALL, THINK_AND_CALL]) as server, _sdk(server) as sdk:
+        with sdk.messages.stream(
+            model=MODEL, max_tokens=2048, thinking=enabled, messages=[TASK]
+        ) as stream:
+            streamed = stream.get_final_message()
+        plain = sdk.messages.create(  # the path Claude Code posts to
+            model=MODEL,
+            max_tokens=2048,
+            thinking=enabled,
+            messages=[TASK],
+            extra_query={"beta": "true"},
+        )
+        first, second = server.requests
+    assert (first.streamed, second.streamed) == (True, False)
+    assert (first.path, second.path) == ("/v1/messages", "/v1/messages?beta=true")
+    assert first.headers["user-agent"].startswith("Anthropic/Python")
+    assert "anthropic-version" in first.headers
+    assert streamed.model_dump(exclude={"id"}) == plain.model_dump(exclude={"id"})
+    assert [b.type for b in streamed.content] == ["thinking", "text", "tool_use"]
+    recorded = json.loads(first.response or "")["usage"]["output_tokens"]
+    assert streamed.usage.output_tokens == recorded
+
+
+def test_fake_rejects_an_invalid_streamed_request_before_streaming() -> None:
+    with _server([]) as server, _sdk(server) as sdk:
+        with pytest.raises(anthropic.BadRequestError) as info:
+            sdk.messages.create(
+                model=MODEL, max_tokens=10, messages=[{"role": "user", "content": []}], stream=True
+            )
+        assert info.value.status_code == 400
+        assert server.rejections[0].streamed is False
+        other = urllib.request.Request(server.base_url + "/v1/other", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(other, timeout=10)
+    assert [(r.method, r.path, r.status) for r in server.other_requests] == [
+        ("POST", "/v1/other", 404)
+    ]
+
+
+def test_fake_reports_the_usage_a_reply_scripts() -> None:
+    full = {"input_tokens": 190_000, "cache_creation_input_tokens": 0}
+    replies = [Reply(content=({"type": "text", "text": "ok"},), usage=full)]
+    with (
+        _server(replies) as server,
+        _sdk(server) as sdk,
+        sdk.messages.stream(model=MODEL, max_tokens=10, messages=[TASK]) as stream,
+    ):
+        usage = stream.get_final_message().usage
+    assert usage.input_tokens == 190_000
+    assert usage.cache_creation_input_tokens == 0
+    assert usage.cache_creation is not None
+    assert usage.cache_creation.ephemeral_5m_input_tokens == 0

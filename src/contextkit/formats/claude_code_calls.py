@@ -17,6 +17,17 @@ Contract of :func:`build_calls` (one thread = the main conversation or one subag
   assistant message, even when tool results were written between its lines (tools run while the
   response streams); the user records after it make one user message, tool results first, which is
   the order the API requires.
+- Attachment records (their rendered ``<system-reminder>`` text) join the user message they follow
+  as Claude Code 2.1.x sends them: where it answers tools, appended to the last tool result's
+  content (texts trimmed and joined by blank lines); otherwise before the prompt's own blocks
+  (the client moves attachments up past the prompt they follow). The client sends each record as
+  a message and merges consecutive user messages: from version 2.1 (:data:`SEAM_SINCE`), where
+  one ends with a text and the next starts with one, the first text gets a newline (the
+  attachments of one turn make one message). Seen in 2.1.197's requests and not in 1.0.6's (the
+  claude-trace corpus file); the versions between were not observed, so the boundary is a guess.
+- After a compaction whose boundary names a ``preservedSegment`` (head, anchor, tail), the records
+  from head to tail follow the anchor (the summary message): the client kept them verbatim and
+  sends them after the summary, though the file wrote them before the boundary.
 - Messages are memoised per read by the records they are made of, so consecutive requests share
   the same :class:`Message` objects for their common history, and a call's response is the very
   object that the next request holds.
@@ -32,6 +43,8 @@ from contextkit.formats.claude_code_records import Rec
 from contextkit.messages import (
     Block,
     Conversation,
+    DocumentBlock,
+    ImageBlock,
     Message,
     Role,
     TextBlock,
@@ -110,7 +123,8 @@ def build_calls(records: Sequence[Rec], index: Index, memo: MessageMemo) -> Buil
             out.compactions.append(len(out.calls))
             out.notes.append(_compaction_note(len(out.calls), boundary))
         boundary_before = boundary
-        messages = _request_messages(chain, group[0], index, memo)
+        preserved = _preserved(boundary, chain, index)
+        messages = _request_messages(chain, group[0], index, memo, preserved)
         call, guessed = _call(group, messages, memo)
         inferred += guessed
         out.calls.append(call)
@@ -137,12 +151,55 @@ def _chain(first: Rec) -> list[Rec]:
     return out
 
 
+SEAM_SINCE = (2, 1)
+_Order = tuple[tuple[int, int], tuple[int, int]]
+_MESSAGE_KINDS = ("user", "assistant", "attachment")
+
+
+@dataclass
+class _Preserved:
+    """A compaction's preserved segment: its records, sent right after the anchor."""
+
+    anchor: Rec | None = None
+    records: set[int] = field(default_factory=set)
+    """ids of the segment's records."""
+
+    def key(self, rec: Rec) -> _Order:
+        """File order, except that the segment (and results hanging off it) follows the anchor."""
+        parent = rec.parent
+        inside = id(rec) in self.records or (parent is not None and id(parent) in self.records)
+        if self.anchor is not None and inside:
+            return (self.anchor.order, rec.order)
+        return (rec.order, (-1, -1))
+
+
+def _preserved(boundary: Rec | None, chain: list[Rec], index: Index) -> _Preserved:
+    """The boundary's preserved segment, spliced into ``chain`` after its anchor."""
+    segment = (boundary.meta or {}).get("preservedSegment") if boundary is not None else None
+    if not isinstance(segment, Mapping):
+        return _Preserved()
+    anchor = index.by_uuid.get(str(segment.get("anchorUuid")))
+    cur = index.by_uuid.get(str(segment.get("tailUuid")))
+    head = segment.get("headUuid")
+    records: list[Rec] = []
+    while cur is not None and len(records) <= len(index.by_uuid):
+        records.append(cur)
+        if cur.uuid == head:
+            break
+        cur = cur.parent
+    if anchor is None or anchor not in chain or not records or records[-1].uuid != head:
+        return _Preserved()
+    at = chain.index(anchor) + 1
+    chain[at:at] = [r for r in reversed(records) if r not in chain]
+    return _Preserved(anchor, {id(r) for r in records})
+
+
 def _request_messages(
-    chain: list[Rec], first: Rec, index: Index, memo: MessageMemo
+    chain: list[Rec], first: Rec, index: Index, memo: MessageMemo, preserved: _Preserved
 ) -> tuple[Message, ...]:
-    items = [r for r in chain if r.kind in ("user", "assistant")]
+    items = [r for r in chain if r.kind in _MESSAGE_KINDS]
     items.extend(_side_results(items, first, index))
-    items.sort(key=lambda r: r.order)
+    items.sort(key=preserved.key)
     segments: list[tuple[Role, list[Rec]]] = []
     placed: set[str] = set()
     for rec in items:
@@ -203,17 +260,74 @@ def _message(role: Role, recs: list[Rec], memo: MessageMemo) -> Message:
         return found
     if role == "user" and len(recs) == 1 and recs[0].text is not None:
         message = Message(role="user", content=recs[0].text)
+    elif role == "user":
+        message = Message(role=role, content=tuple(_user_blocks(recs)))
     else:
-        blocks = [b for r in recs for b in r.blocks]
-        if role == "user":
-            # Tool results first: the API rejects a user message with text before its results.
-            results = [b for b in blocks if isinstance(b, ToolResultBlock)]
-            blocks = results + [b for b in blocks if not isinstance(b, ToolResultBlock)]
-        if role == "assistant":
-            blocks = _sendable(blocks)
-        message = Message(role=role, content=tuple(blocks))
+        message = Message(role=role, content=tuple(_sendable([b for r in recs for b in r.blocks])))
     memo[key] = message
     return message
+
+
+def _user_blocks(recs: list[Rec]) -> list[Block]:
+    """Tool results first (the API rejects text before them); attachments' reminders merged into
+    the last result, or else before the prompt (see the module docstring)."""
+    said = [b for r in recs if r.kind != "attachment" for b in r.blocks]
+    reminders = [b for r in recs if r.kind == "attachment" for b in r.blocks]
+    results = [b for b in said if isinstance(b, ToolResultBlock)]
+    others = [b for b in said if not isinstance(b, ToolResultBlock)]
+    if not results:
+        parts = [reminders, *(list(r.blocks) for r in recs if r.kind != "attachment")]
+        seams = any(r.version is not None and r.version >= SEAM_SINCE for r in recs)
+        return _joined(parts) if seams else [b for part in parts for b in part]
+    return [*results[:-1], *_with_reminders(results[-1], reminders), *others]
+
+
+def _joined(parts: list[list[Block]]) -> list[Block]:
+    """The parts (one per message the client merges) as one content: where a text ends one part
+    and a text starts the next, the first gets a newline, as the client joins them."""
+    out: list[Block] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if part and isinstance(last, TextBlock) and isinstance(part[0], TextBlock):
+            out[-1] = TextBlock(text=last.text + "\n")
+        out.extend(part)
+    return out
+
+
+def _with_reminders(result: ToolResultBlock, reminders: list[Block]) -> list[Block]:
+    """``result`` with the reminder texts appended to its content, as the client merges them."""
+    texts = [b.text.strip() for b in reminders if isinstance(b, TextBlock)]
+    content = result.content
+    has_media = isinstance(content, tuple) and any(
+        isinstance(b, ImageBlock | DocumentBlock) for b in content
+    )
+    if not reminders or has_media or len(texts) != len(reminders):
+        return [result, *reminders]
+    fields = result.model_dump(exclude_unset=True, exclude={"content"})
+    if content is None or isinstance(content, str):
+        joined = "\n\n".join(t for t in [(content or "").strip(), *texts] if t)
+        return [ToolResultBlock(**fields, content=joined)]
+    return [ToolResultBlock(**fields, content=_merged_texts([*content, *map(_text, texts)]))]
+
+
+def _text(text: str) -> TextBlock:
+    return TextBlock(text=text)
+
+
+def _merged_texts(blocks: list[Block]) -> tuple[Block, ...]:
+    """Texts trimmed, empty ones dropped, neighbours joined by a blank line."""
+    out: list[Block] = []
+    for block in blocks:
+        if not isinstance(block, TextBlock):
+            out.append(block)
+            continue
+        text = block.text.strip()
+        last = out[-1] if out else None
+        if text and isinstance(last, TextBlock):
+            out[-1] = TextBlock(text=f"{last.text}\n\n{text}")
+        elif text:
+            out.append(TextBlock(text=text))
+    return tuple(out)
 
 
 def _sendable(blocks: list[Block]) -> list[Block]:

@@ -8,10 +8,16 @@ Contract: :func:`parse_file` reads one ``.jsonl`` transcript and returns a :clas
   non-string ``uuid``...) is a bad record: a :class:`FormatError` naming the line, or (lenient) a
   skip;
 - a ``system`` record of subtype ``compact_boundary`` becomes kind ``"boundary"``;
+- an ``attachment`` record whose text :func:`.claude_code_attachments.render_attachment` knows
+  becomes kind ``"attachment"`` holding that text as one block (what the client sends for it); one
+  it does not know is a link, counted in ``set_aside`` as ``attachment/<type>``;
 - every other record that carries a ``uuid`` (progress, other system records, synthetic
   assistant messages) becomes kind ``"link"``: it holds no message but sits in the ``parentUuid``
   chain, which runs through it;
-- every record that is not a real message is counted by kind in ``set_aside``;
+- a user or assistant line repeating the ``uuid`` of an earlier one is the same record written
+  again (Claude Code rewrites the preserved segment of an auto-compaction before its boundary,
+  differing only in ``slug``): the first is kept, the copy counted as ``repeated record``;
+- every other record that is not a real message is counted by kind in ``set_aside``;
 - synthetic assistant messages (``isApiErrorMessage`` or model ``<synthetic>``: text Claude Code
   writes itself when a request failed or was cancelled) are links, not responses: no model produced
   them, they carry no billed usage, and they are not part of what the model receives.
@@ -35,6 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextkit.formats._io import Skips, iter_jsonl
+from contextkit.formats.claude_code_attachments import render_attachment
 from contextkit.messages import BLOCKS_ADAPTER, Block, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Usage
 
@@ -62,6 +69,8 @@ class Rec:
     sidechain: bool = False
     agent_id: str | None = None
     session_id: str | None = None
+    version: tuple[int, ...] | None = None
+    """The client version that wrote the line (``version``: ``2.1.197`` -> (2, 1, 197))."""
     timestamp: datetime | None = None
     blocks: tuple[Block, ...] = ()
     text: str | None = None
@@ -86,6 +95,8 @@ class ParsedFile:
     set_aside: Counter[str] = field(default_factory=Counter)
     agent_links: dict[str, str] = field(default_factory=dict)
     task_prompts: dict[str, str] = field(default_factory=dict)
+    uuids: set[str] = field(default_factory=set)
+    """uuids of the user and assistant records taken so far."""
 
 
 def parse_file(path: Path, skips: Skips, rank: int) -> ParsedFile:
@@ -108,11 +119,19 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
         raise BadRecord(f"`type` must be a string, found {_tname(kind)}")
     if kind in ("user", "assistant"):
         rec = _message_rec(obj, kind, line, rank)
+        if rec.uuid is not None and rec.uuid in out.uuids:
+            out.set_aside["repeated record"] += 1
+            return
+        if rec.uuid is not None:
+            out.uuids.add(rec.uuid)
         if rec.kind == "link":
             out.set_aside["assistant/synthetic"] += 1
         else:
             _collect_links(obj, rec, out)
         out.records.append(rec)
+        return
+    if kind == "attachment":
+        _take_attachment(obj, line, rank, out)
         return
     label = kind
     if kind == "system":
@@ -131,6 +150,23 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
     out.records.append(rec)
 
 
+def _take_attachment(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None:
+    """An attachment the client renders as text is a record holding it; another is a link."""
+    attachment = obj.get("attachment")
+    if not isinstance(attachment, Mapping):
+        raise BadRecord(f"`attachment` must be an object, found {_tname(attachment)}")
+    text = render_attachment(attachment)
+    if text is None or _opt_str(obj, "uuid") is None:
+        out.set_aside[f"attachment/{attachment.get('type')}"] += 1
+        rec = _base_rec(obj, "link", line, rank)
+        if rec.uuid is not None:
+            out.records.append(rec)
+        return
+    rec = _base_rec(obj, "attachment", line, rank)
+    rec.blocks = (TextBlock(text=text),)
+    out.records.append(rec)
+
+
 def _base_rec(obj: Mapping[str, Any], kind: str, line: int, rank: int) -> Rec:
     sidechain = obj.get("isSidechain")
     if sidechain is not None and not isinstance(sidechain, bool):
@@ -144,6 +180,7 @@ def _base_rec(obj: Mapping[str, Any], kind: str, line: int, rank: int) -> Rec:
         sidechain=bool(sidechain),
         agent_id=_opt_str(obj, "agentId"),
         session_id=_opt_str(obj, "sessionId"),
+        version=_version(obj.get("version")),
         timestamp=_timestamp(obj),
     )
 
@@ -222,6 +259,13 @@ def _opt_str(obj: Mapping[str, Any], key: str, prefix: str = "") -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise BadRecord(f"`{prefix}{key}` must be a string, found {_tname(value)}")
+
+
+def _version(value: object) -> tuple[int, ...] | None:
+    if not isinstance(value, str):
+        return None
+    parts = value.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
 def _timestamp(obj: Mapping[str, Any]) -> datetime | None:

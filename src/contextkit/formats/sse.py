@@ -15,6 +15,8 @@ Contract:
 - A stream that reports an ``error`` event, or that cannot be assembled (invalid JSON, a delta for a
   block that never started, no ``message_start``), raises :class:`StreamError` naming the event.
   A stream that simply stops early is returned with ``complete=False`` and a note.
+- The other way: :func:`stream_events` gives the events the API streams for a response body, and
+  :func:`to_sse` their wire text; ``assemble_events(stream_events(body)).message == body``.
 """
 
 from __future__ import annotations
@@ -330,6 +332,74 @@ _DELTAS: dict[str, _Delta] = {
     "citations_delta": _citation,
 }
 
+# --------------------------------------------------------------------------------------------------
+# Writing a stream
+
+
+def stream_events(message: Mapping[str, Any], *, chunk_chars: int = 64) -> list[dict[str, Any]]:
+    """The events the Messages API streams for ``message`` (a non-streaming response body).
+
+    As the API does: ``message_start`` carries the shell with empty content, no stop reason and
+    the usage with a placeholder ``output_tokens`` of 1 (the input and cache counts are final);
+    a ``ping``; per block a ``content_block_start`` with the block emptied, deltas of at most
+    ``chunk_chars`` characters (``text_delta``, ``input_json_delta``, ``thinking_delta`` then one
+    ``signature_delta``; other block types start whole), ``content_block_stop``; ``message_delta``
+    with the stop reason and the final output count; ``message_stop``.
+    """
+    shell = copy.deepcopy({k: v for k, v in message.items() if k != "content"})
+    usage = shell.get("usage")
+    final_output = usage.get("output_tokens") if isinstance(usage, dict) else None
+    if isinstance(usage, dict):
+        usage["output_tokens"] = min(1, final_output) if isinstance(final_output, int) else 1
+    stop = {"stop_reason": shell.pop("stop_reason", None)}
+    stop["stop_sequence"] = shell.pop("stop_sequence", None)
+    shell.update(content=[], stop_reason=None, stop_sequence=None)
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": shell}, {"type": "ping"}]
+    blocks = message.get("content")
+    for index, block in enumerate(blocks if isinstance(blocks, list | tuple) else ()):
+        events.extend(_block_events(index, block, chunk_chars))
+    delta: dict[str, Any] = {"type": "message_delta", "delta": stop}
+    if final_output is not None:
+        delta["usage"] = {"output_tokens": final_output}
+    events.extend([delta, {"type": "message_stop"}])
+    return events
+
+
+def _block_events(index: int, block: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
+    start = copy.deepcopy(dict(block))
+    kind = start.get("type")
+    deltas: list[dict[str, Any]] = []
+    if kind == "text":
+        deltas = [{"type": "text_delta", "text": c} for c in _chunks(str(start["text"]), size)]
+        start["text"] = ""
+    elif kind in _TOOL_INPUT_TYPES:
+        text = json.dumps(start.get("input", {}))
+        deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(text, size)]
+        start["input"] = {}
+    elif kind == "thinking":
+        parts = _chunks(str(start.get("thinking", "")), size)
+        deltas = [{"type": "thinking_delta", "thinking": c} for c in parts]
+        deltas.append({"type": "signature_delta", "signature": start.get("signature", "")})
+        start.update(thinking="", signature="")
+    events: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": index, "content_block": start}
+    ]
+    events.extend({"type": "content_block_delta", "index": index, "delta": d} for d in deltas)
+    events.append({"type": "content_block_stop", "index": index})
+    return events
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), max(1, size))]
+
+
+def to_sse(events: Iterable[Mapping[str, Any]]) -> str:
+    """The wire text of stream events: ``event: <type>`` and ``data: <json>`` per event."""
+    return "".join(
+        f"event: {e.get('type')}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events
+    )
+
+
 __all__ = [
     "AssembledStream",
     "SseEvent",
@@ -337,4 +407,6 @@ __all__ = [
     "assemble_events",
     "assemble_stream",
     "parse_sse",
+    "stream_events",
+    "to_sse",
 ]

@@ -1,9 +1,10 @@
 """A local Anthropic Messages API server for tests: the real ``anthropic`` SDK talks to it.
 
 ``FakeAnthropic(script, ...)`` is a context manager that serves ``POST /v1/messages`` (and
-``/v1/messages/count_tokens``) on ``127.0.0.1`` from a background thread; point a client at
-``server.base_url``. It answers from a *script*: a sequence of :class:`Reply` steps, used in order,
-or a callable ``(conversation) -> Reply`` that answers every call.
+``/v1/messages/count_tokens``; a query such as ``?beta=true`` is accepted) on ``127.0.0.1`` from a
+background thread; point a client at ``server.base_url``. It answers from a *script*: a sequence
+of :class:`Reply` steps, used in order, or a callable ``(conversation) -> Reply`` that answers
+every call.
 
 It rejects what the provider rejects, with HTTP 400 and Anthropic's error body
 ``{"type": "error", "error": {"type": "invalid_request_error", "message": ...}}``:
@@ -15,17 +16,26 @@ It rejects what the provider rejects, with HTTP 400 and Anthropic's error body
 - thinking blocks of the latest assistant message that differ from what this server sent (text or
   signature edited, unknown signature, or, with thinking enabled, blocks dropped or reordered): the
   server keeps every thinking block it answered;
-- input over ``context_window`` tokens as counted by the given counter: "prompt is too long";
-- ``stream: true`` (this double does not stream; the message says so).
+- input over ``context_window`` tokens as counted by the given counter: "prompt is too long".
+
+A request with ``"stream": true`` that passes these checks is answered with a server-sent-event
+stream of the same message (:func:`contextkit.formats.sse.stream_events`: ``message_start`` with
+the input and cache usage, block starts and ``text_delta`` / ``input_json_delta`` /
+``thinking_delta`` + ``signature_delta`` deltas, ``message_delta`` with the stop reason and output
+tokens, ``message_stop``); a rejected one gets the same HTTP 400 JSON error as without streaming,
+as the provider answers before a stream starts.
 
 Usage is realistic: ``input_tokens``, ``cache_creation_input_tokens`` (with the 5m/1h split) and
 ``cache_read_input_tokens`` come from :class:`contextkit.cache.CacheSimulator` fed with every
 accepted request in order (calls taken as back to back, so nothing expires); ``cache=None``
 reports the plain counted input instead, uncached. ``output_tokens`` counts the reply's blocks
 (or ``Reply.output_tokens``). These are the counter's numbers, not Claude's tokenizer.
+``Reply.usage`` overrides any reported field, e.g. ``{"input_tokens": 190_000}`` to make a
+client believe its context is nearly full (Claude Code then auto-compacts).
 
-Every request received is kept as a frozen :class:`ReceivedRequest` (raw body, parsed
-conversation, counted tokens, status, error or response) for assertions. Like openai-agents'
+Every request received is kept as a frozen :class:`ReceivedRequest` (path with its query, headers,
+raw body, parsed conversation, counted tokens, status, error or response, whether it streamed)
+for assertions; other methods and paths are answered 404 and recorded too. Like openai-agents'
 ``ScriptedModel``, leaving the ``with`` block with script steps unused, or after the server failed
 (script exhausted, a callable raised: HTTP 500), raises :class:`AssertionError`.
 """
@@ -36,7 +46,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
@@ -54,6 +64,7 @@ from contextkit.messages import (
     to_payload,
     validate,
 )
+from contextkit.testing._fake_http import Answer, handler_for
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 MESSAGES_PATH = "/v1/messages"
@@ -80,6 +91,8 @@ class Reply(BaseModel):
     stop_reason: str = "end_turn"
     output_tokens: int | None = Field(None, ge=0)
     """Reported output tokens; None: the counter's count of ``content``."""
+    usage: Mapping[str, Any] | None = None
+    """Reported usage fields that replace the simulated ones (``input_tokens``, ...)."""
 
     @classmethod
     def text(cls, text: str, stop_reason: str = "end_turn") -> Reply:
@@ -112,6 +125,13 @@ class ReceivedRequest(BaseModel):
     index: int
     raw: str
     """The body exactly as received."""
+    path: str = MESSAGES_PATH
+    """The request path with its query (``/v1/messages?beta=true``)."""
+    method: str = "POST"
+    headers: Mapping[str, str] = Field(default_factory=dict)
+    """The request headers, names lower-cased."""
+    streamed: bool = False
+    """True when the answer was a server-sent-event stream (``response`` holds its message)."""
     conversation: Conversation | None
     """The body parsed (None when it did not parse)."""
     input_tokens: int | None
@@ -161,8 +181,8 @@ def _parse(raw: str) -> Conversation:
     for field in ("model", "max_tokens", "messages"):
         if field not in body:
             raise _invalid(f"{field}: Field required")
-    if body.get("stream"):
-        raise _invalid("stream: this fake server does not stream; send stream=false")
+    if not isinstance(body.get("stream", False), bool):
+        raise _invalid("stream: Input should be a valid boolean")
     try:
         return parse_conversation(body)
     except ValidationError as exc:
@@ -276,6 +296,7 @@ class FakeAnthropic:
         self._cache = CacheSimulator(config, self.counter) if use_cache else None
         self._thinking = _Thinking()
         self._requests: list[ReceivedRequest] = []
+        self._others: list[ReceivedRequest] = []
         self._failures: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -292,7 +313,7 @@ class FakeAnthropic:
         return f"http://{host!s}:{port}"
 
     def start(self) -> FakeAnthropic:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self.handle))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -328,6 +349,12 @@ class FakeAnthropic:
             return tuple(self._requests)
 
     @property
+    def other_requests(self) -> tuple[ReceivedRequest, ...]:
+        """Requests to any other path or method (``count_tokens``, 404s), in order."""
+        with self._lock:
+            return tuple(self._others)
+
+    @property
     def accepted(self) -> tuple[ReceivedRequest, ...]:
         return tuple(r for r in self.requests if r.accepted)
 
@@ -349,29 +376,53 @@ class FakeAnthropic:
 
     # -- serving -----------------------------------------------------------------------------
 
-    def handle(self, path: str, raw: str) -> tuple[int, dict[str, Any]]:
-        """Status and JSON body for one request (serialised: the script runs in order)."""
+    def handle(
+        self,
+        path: str,
+        raw: str,
+        headers: Mapping[str, str] | None = None,
+        method: str = "POST",
+    ) -> Answer:
+        """The answer to one request (serialised: the script runs in order). ``path`` may carry
+        a query string; ``headers`` are recorded with the request."""
+        seen = {k.lower(): v for k, v in (headers or {}).items()}
+        route = path.split("?", 1)[0]
         with self._lock:
-            if path == COUNT_TOKENS_PATH:
-                return self._count_tokens(raw)
-            if path != MESSAGES_PATH:
-                return 404, error_body("not_found_error", f"no route for POST {path}")
-            return self._messages(raw)
+            if method == "POST" and route == MESSAGES_PATH:
+                return self._messages(raw, path, seen)
+            if method == "POST" and route == COUNT_TOKENS_PATH:
+                answer = self._count_tokens(raw)
+            else:
+                answer = Answer(404, error_body("not_found_error", f"no route for {method} {path}"))
+            other = ReceivedRequest(
+                index=len(self._others),
+                raw=raw,
+                path=path,
+                method=method,
+                headers=seen,
+                conversation=None,
+                input_tokens=answer.body.get("input_tokens"),
+                status=answer.status,
+                response=json.dumps(answer.body),
+            )
+            self._others.append(other)
+            return answer
 
-    def _count_tokens(self, raw: str) -> tuple[int, dict[str, Any]]:
+    def _count_tokens(self, raw: str) -> Answer:
         self.count_tokens_calls += 1
         try:
             body = json.loads(raw)
             body.setdefault("max_tokens", 1)
             conversation = parse_conversation(body)
         except (json.JSONDecodeError, ValidationError, AttributeError) as exc:
-            return 400, error_body("invalid_request_error", str(exc).splitlines()[0])
-        return 200, {"input_tokens": self.counter.count_conversation(conversation)}
+            return Answer(400, error_body("invalid_request_error", str(exc).splitlines()[0]))
+        return Answer(200, {"input_tokens": self.counter.count_conversation(conversation)})
 
-    def _messages(self, raw: str) -> tuple[int, dict[str, Any]]:
+    def _messages(self, raw: str, path: str, headers: Mapping[str, str]) -> Answer:
         index = len(self._requests)
         conversation: Conversation | None = None
         tokens: int | None = None
+        seen: dict[str, Any] = {"index": index, "raw": raw, "path": path, "headers": headers}
         try:
             conversation = _parse(raw)
             tokens = self.counter.count_conversation(conversation)
@@ -382,26 +433,26 @@ class FakeAnthropic:
                 self._failures.append(f"request {index}: {rejected.message}")
             self._requests.append(
                 ReceivedRequest(
-                    index=index,
-                    raw=raw,
+                    **seen,
                     conversation=conversation,
                     input_tokens=tokens,
                     status=rejected.status,
                     error=rejected.message,
                 )
             )
-            return rejected.status, error_body(rejected.kind, rejected.message)
+            return Answer(rejected.status, error_body(rejected.kind, rejected.message))
+        stream = bool((conversation.model_extra or {}).get("stream"))
         self._requests.append(
             ReceivedRequest(
-                index=index,
-                raw=raw,
+                **seen,
                 conversation=conversation,
                 input_tokens=tokens,
                 status=200,
                 response=json.dumps(body),
+                streamed=stream,
             )
         )
-        return 200, body
+        return Answer(200, body, stream=stream)
 
     def _check(self, conversation: Conversation, tokens: int) -> None:
         _check_breakpoints(conversation)
@@ -440,7 +491,7 @@ class FakeAnthropic:
             "content": content,
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
-            "usage": self._usage(conversation, output),
+            "usage": _overridden(self._usage(conversation, output), reply.usage or {}),
         }
 
     def _usage(self, conversation: Conversation, output: int) -> dict[str, Any]:
@@ -465,30 +516,14 @@ class FakeAnthropic:
         }
 
 
-def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: the SDK reuses its connection
-        # Headers and body go out in two writes; with Nagle on, the second waits for the
-        # client's delayed ACK (about 40 ms a call).
-        disable_nagle_algorithm = True
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length).decode("utf-8", errors="replace")
-            path = self.path.split("?", 1)[0]
-            status, body = fake.handle(path, raw)
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("request-id", f"req_fake_{len(fake.requests):06d}")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # tests read ``fake.requests``, not the access log
-
-    return Handler
+def _overridden(usage: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``usage`` with the scripted fields; a new cache write total resets the 5m/1h split to
+    match it (clients read the split, not the total)."""
+    out = {**usage, **override}
+    if "cache_creation_input_tokens" in override and "cache_creation" not in override:
+        total = override["cache_creation_input_tokens"]
+        out["cache_creation"] = {"ephemeral_5m_input_tokens": total, "ephemeral_1h_input_tokens": 0}
+    return out
 
 
 def tool_loop_replies(
@@ -505,6 +540,7 @@ def tool_loop_replies(
 __all__ = [
     "COUNT_TOKENS_PATH",
     "MESSAGES_PATH",
+    "Answer",
     "FakeAnthropic",
     "ReceivedRequest",
     "Rejected",
