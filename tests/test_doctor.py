@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from contextkit.accounting import CAUSES, CacheDiagnosis, diagnose_cache, diagnosis_json
+from contextkit.accounting import (
+    CAUSES,
+    CacheDiagnosis,
+    diagnose_cache,
+    diagnosis_json,
+    price_session,
+)
 from contextkit.cli import app
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Usage
@@ -238,3 +244,26 @@ def test_inspect_cache_on_a_bedrock_session(corpus: Path) -> None:
     (doc,) = json.loads(result.stdout)["sessions"]
     assert doc["cache"]["explained"] >= 0.95
     assert "routing" in doc["cache"]["by_cause"]
+
+
+@pytest.mark.corpus
+def test_a_gap_over_five_percent_is_named_with_its_leading_cause(corpus: Path) -> None:
+    (session,) = load(corpus / "codemie-claude" / "session-9eda1058.jsonl").sessions
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ledger = price_session(session, output="recorded")
+    error = ledger.cost_error()
+    assert error is not None
+    assert abs(error) > 0.05
+    (note,) = [n for n in ledger.notes if "against the recorded bill" in n]
+    assert "the leading cause of the recorded cache rewrites is routing" in note
+
+
+@pytest.mark.corpus
+def test_no_note_when_simulation_and_bill_agree(corpus: Path) -> None:
+    (session,) = load(corpus / "spotter" / "tool_heavy.jsonl").sessions
+    ledger = price_session(session, output="recorded")
+    error = ledger.cost_error()
+    assert error is not None
+    assert abs(error) <= 0.05
+    assert not any("against the recorded bill" in n for n in ledger.notes)

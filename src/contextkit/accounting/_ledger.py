@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
+from contextkit.accounting._doctor import diagnose_cache
 from contextkit.accounting._misses import MissModel, apply_misses, shipped_miss_model
 from contextkit.cache import (
     TTL_1H_S,
@@ -266,7 +267,7 @@ def price_session(
         )
     outputs = _outputs(session.calls, counter, recorded if output == "recorded" else None)
     prices = _Prices(price, default_model=session.model_info)
-    return _ledger(
+    ledger = _ledger(
         session,
         counter=counter,
         config=config,
@@ -277,6 +278,34 @@ def price_session(
         prefix=prefix,
         notes=notes,
     )
+    if requests is None:  # the recording itself: say where the simulation and the bill part
+        ledger = _with_disagreement(session, ledger, counter)
+    return ledger
+
+
+DISAGREEMENT = 0.05
+"""A simulated session cost further than this from the recorded bill is named, with its cause."""
+_EXPECTED = frozenset({"new content", "first write"})
+
+
+def _with_disagreement(session: Session, ledger: Ledger, counter: TokenCounter) -> Ledger:
+    error = ledger.cost_error()
+    if error is None or abs(error) <= DISAGREEMENT:
+        return ledger
+    diagnosis = diagnose_cache(session, counter)
+    causes = {} if diagnosis is None else diagnosis.by_cause()
+    rewrites = {k: v[0] for k, v in causes.items() if k not in _EXPECTED and v[0] > 0}
+    head = f"simulated cost {error:+.1%} against the recorded bill (more than {DISAGREEMENT:.0%})"
+    if not rewrites or diagnosis is None:
+        note = f"{head}: no recorded cache rewrite explains it (the gap is in counts or output)"
+    else:
+        cause = max(rewrites, key=rewrites.__getitem__)
+        share = rewrites[cause] / diagnosis.written if diagnosis.written else 0.0
+        note = (
+            f"{head}: the leading cause of the recorded cache rewrites is {cause} "
+            f"({rewrites[cause]:,} tokens, {share:.0%} of the written; inspect --cache lists them)"
+        )
+    return replace(ledger, notes=(*ledger.notes, note))
 
 
 def _misses_note(session: Session, misses: MissModel) -> str:
