@@ -8,7 +8,12 @@ Contract:
   ``<dir>/<session-id>/subagents/agent-*.jsonl`` of newer versions (linked through the ``agentId``
   the parent's tool result or ``agent_progress`` records name). ``agent-acompact-*`` files are the
   summary request of an auto-compaction; their chain runs into the parent's history, so their
-  request is rebuilt with it.
+  request is rebuilt with it. An agent with neither (2.1.x files copied without their folder)
+  whose messages the parent's ``agent_progress`` records hold is a subagent session rebuilt from
+  those messages in file order, with its last response taken from the Task result.
+- Output tokens the file records as a stream-start placeholder are counted from the response
+  content (``Call.output_estimated``), as :mod:`.claude_code_outputs` describes; a session note
+  says how many.
 - Loading a subagent file directly gives that subagent's session, linked to the parent file when
   it lies where Claude Code puts it (``<dir>/<session-id>.jsonl``); when it does not, the notes say
   so and what is missing.
