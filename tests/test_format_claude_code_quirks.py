@@ -520,3 +520,29 @@ def test_usage_from_anthropic_accepts_what_the_api_sends() -> None:
     )
     with pytest.raises(ValueError, match="cache_creation must be an object"):
         Usage.from_anthropic({"cache_creation": [1]})
+
+
+def test_a_task_result_written_as_a_string_is_the_last_response(tmp_path: Path) -> None:
+    lines = _progress_session()
+    lines[-2]["toolUseResult"]["content"] = ANSWER
+    sub = load_claude_code(_write(tmp_path / "s1.jsonl", lines)).sessions[0].subagents[0]
+    last = sub.calls[-1].response
+    assert last is not None
+    assert last.content == (TextBlock(text=ANSWER),)
+
+
+def test_agent_progress_is_not_read_when_the_agent_has_a_file(tmp_path: Path) -> None:
+    _write(tmp_path / "s1.jsonl", _progress_session())
+    (tmp_path / "s1" / "subagents").mkdir(parents=True)
+    own = [
+        {**_user("v1", None, "look"), "isSidechain": True, "agentId": "x1"},
+        {
+            **_assistant("w1", "v1", "q9", {"type": "text", "text": "seen"}, 2),
+            "isSidechain": True,
+            "agentId": "x1",
+        },
+    ]
+    _write(tmp_path / "s1" / "subagents" / "agent-x1.jsonl", own)
+    (sub,) = load_claude_code(tmp_path / "s1.jsonl").sessions[0].subagents
+    assert [c.request_id for c in sub.calls] == ["q9"]
+    assert sub.path.endswith("agent-x1.jsonl")

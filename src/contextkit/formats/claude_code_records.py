@@ -250,7 +250,11 @@ def _agent_result(
         agent_id=agent,
         session_id=rec.session_id,
         timestamp=rec.timestamp,
-        blocks=_blocks(content, "toolUseResult.content"),
+        blocks=(
+            (TextBlock(text=content),)
+            if isinstance(content, str)
+            else _blocks(content, "toolUseResult.content")
+        ),
         key=f"result:{agent}",
         stop_reason="end_turn" if result.get("status") == "completed" else None,
         usage=_usage(usage, "toolUseResult.usage"),
