@@ -112,6 +112,23 @@ def test_files_with_real_outputs_are_left_alone(corpus: Path) -> None:
 
 
 @pytest.mark.corpus
+def test_final_counts_the_parent_confirms_are_left_alone(corpus: Path) -> None:
+    """claude-code-viewer 5c0375b4 (client 1.0.108): the parent's Task results report the usage of
+    each inline sidechain's last response (308 and 520 tokens out); the sidechain files record the
+    same figures, and they are kept as recorded."""
+    path = corpus / "claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    billed = [
+        r["usage"]["output_tokens"]
+        for obj in json_records(path)
+        if isinstance(r := obj.get("toolUseResult"), dict) and "usage" in r
+    ]
+    assert billed == [308, 520]
+    lasts = [s.calls[-1] for s in load_claude_code(path).sessions[0].subagents]
+    assert [c.usage.output_tokens for c in lasts if c.usage] == billed
+    assert not any(c.output_estimated for c in lasts)
+
+
+@pytest.mark.corpus
 def test_a_counted_output_against_the_billed_one(corpus: Path) -> None:
     """The one placeholder whose billed figure the corpus holds elsewhere: the last call of
     spotter's subagent a881341 records 1 output token in its file; the parent's Task result
