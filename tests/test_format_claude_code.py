@@ -21,6 +21,10 @@ from contextkit.messages import Message, TextBlock, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 
 SPOTTER_MAIN = "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+ENTIRE_33 = "entire-claude/s-33-bdd525bfa3-0.jsonl"
+ENTIRE_6D = "entire-claude/s-6d-9f76bd01e9-0.jsonl"
+ENTIRE_89 = "entire-claude/s-89-7eb280e769-12.jsonl"
+ENTIRE_BD = "entire-claude/s-bd-7375936c5c-0.jsonl"
 
 # Calls per file, determined by reading each file: one call per distinct requestId (message.id
 # where requestId is absent, as in the codemie subagent file), requestId and message.id checked to
@@ -28,6 +32,9 @@ SPOTTER_MAIN = "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 # each subagent in order). They agree with SOURCES.md, which counts a whole file: for
 # claude-code-viewer/5c0375b4 its 20 are our 10 main calls plus the inline sidechains' 3 and 7.
 # edge_cases.jsonl is tested apart: it is deliberately corrupted (see test_edge_cases_file).
+# Subagents held only in agent_progress records (spotter/subagent.jsonl, entire-claude s-6d): one
+# call per distinct requestId of the agent's progress messages plus its last response, which only
+# the Task result holds (test_agent_progress_subagents_on_the_corpus counts them with a JSON loop).
 CORPUS_CALLS: dict[str, tuple[int, tuple[int, ...]]] = {
     "claude-code-log-synthetic/representative_messages.jsonl": (5, ()),
     "claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl": (7, ()),
@@ -41,8 +48,12 @@ CORPUS_CALLS: dict[str, tuple[int, tuple[int, ...]]] = {
     "spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-acompact-fffbd0.jsonl": (1, ()),
     "spotter/6c2214d7-b87e-4432-8e41-22ba294ea584/subagents/agent-afc096d.jsonl": (18, ()),
     "spotter/short.jsonl": (1, ()),
-    "spotter/subagent.jsonl": (12, ()),
+    "spotter/subagent.jsonl": (12, (6,)),
     "spotter/tool_heavy.jsonl": (4, ()),
+    ENTIRE_33: (15, ()),
+    ENTIRE_6D: (165, (25, 20, 12, 50, 10, 19, 27)),
+    ENTIRE_89: (288, ()),
+    ENTIRE_BD: (63, ()),
 }
 
 
@@ -101,7 +112,13 @@ def test_usage_is_the_last_lines_usage(corpus: Path) -> None:
     assert len(last) == len(session.calls)
     for call in session.calls:
         assert call.request_id is not None
-        assert call.usage == Usage.from_anthropic(last[call.request_id])
+        recorded = Usage.from_anthropic(last[call.request_id])
+        if call.output_estimated:  # a stream-start placeholder, counted from the content
+            assert call.usage is not None
+            assert call.usage.output_tokens > recorded.output_tokens
+            recorded = recorded.model_copy(update={"output_tokens": call.usage.output_tokens})
+        assert call.usage == recorded
+    assert sum(c.output_estimated for c in session.calls) == 15
 
 
 @pytest.mark.corpus

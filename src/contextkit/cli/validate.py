@@ -22,7 +22,10 @@ Output: a rich table per file, or with ``--json`` exactly one JSON document on s
     {"files": [{"path", "format", "calls", "violations": [{"call", "code", "message_index",
       "block_index", "detail"}], "skipped": [{"line", "reason"}]}]}
 
-``call`` is the 0-based index of the call in the file (sessions in file order, then calls).
+Every session of a file is checked, its subagents included (depth first, as
+:meth:`Session.all_sessions` orders them: a Claude Code file's inline sidechains and the subagent
+files beside it), so ``calls`` is the number of calls ``inspect`` and ``cost`` report for the file.
+``call`` is the 0-based index of the call in that order (sessions, then their calls).
 A file that cannot be read has an ``"error"`` field (naming file and line) and ``"format": null``.
 
 Exit codes: 0 every file reads and validates; 1 some request breaks a rule; 2 some file cannot be
@@ -44,7 +47,7 @@ from contextkit.cli._app import app, console, console_error, print_json
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.messages import PROVIDER_RULES, Rules, rules_for, rules_for_model, validate
-from contextkit.session import LoadedFile, SkippedRecord
+from contextkit.session import LoadedFile, Session, SkippedRecord
 
 
 class CallViolation(BaseModel):
@@ -96,17 +99,23 @@ def check_file(path: Path, *, lenient: bool = False, rules: Rules | None = None)
     return FileReport(
         path=str(path),
         format=loaded.format,
-        calls=loaded.calls,
+        calls=sum(len(s.calls) for s in _sessions(loaded)),
         violations=tuple(_violations(loaded, rules)),
         skipped=loaded.skipped,
     )
+
+
+def _sessions(loaded: LoadedFile) -> Iterator[Session]:
+    """Every session of the file, subagents included, depth first."""
+    for top in loaded.sessions:
+        yield from top.all_sessions()
 
 
 def _violations(loaded: LoadedFile, rules: Rules | None) -> Iterator[CallViolation]:
     """Violations per call; ``rules`` None: each session's own provider's rules."""
     calls = (
         (call, rules or rules_for_model(session.model_info, session.format))
-        for session in loaded.sessions
+        for session in _sessions(loaded)
         for call in session.calls
     )
     for index, (call, call_rules) in enumerate(calls):

@@ -3,6 +3,11 @@
 Every reader goes through these so that bad input (invalid UTF-8, a truncated line, a value of the
 wrong type) is reported the same way: a :class:`FormatError` naming the file and the line, or, in
 lenient mode, a :class:`SkippedRecord` per line passed over.
+
+A JSONL line holding several complete JSON values with no newline between them (a writer that lost
+a newline: ``{...}{...}``) is not bad input: :func:`iter_jsonl` yields each value with that line's
+number and adds a note naming the line to :attr:`Skips.notes`, in strict mode too. A line whose
+values do not all parse is still an error naming the line (and the column where parsing failed).
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> str:
 
 @dataclass
 class Skips:
-    """Collects what a lenient read passes over; raises at once when not lenient."""
+    """Collects what a lenient read passes over; raises at once when not lenient. ``notes``:
+    what a read of the file recovered from without skipping anything (for the session notes)."""
 
     path: Path
     lenient: bool
     records: list[SkippedRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def fail(self, reason: str, line: int | None = None) -> None:
         """Report a bad record: an error, or (lenient) a skip to be listed."""
@@ -44,7 +51,8 @@ class Skips:
 
 
 def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line holding a JSON object."""
+    """Yield ``(line_number, object)`` for each JSON object of each non-blank line (normally one
+    per line; see the module docstring for lines that hold several)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -57,15 +65,42 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
         except UnicodeDecodeError as exc:
             skips.fail(f"invalid UTF-8 at byte {exc.start} of the line", number)
             continue
+        for value in _line_values(text, number, skips):
+            if not isinstance(value, dict):
+                skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
+                continue
+            yield number, value
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _line_values(text: str, number: int, skips: Skips) -> list[Any]:
+    """The JSON values of one line: one as a rule; several written back to back are split (and
+    noted); none when the line is not valid JSON (reported through ``skips``)."""
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
+            return []
+    values: list[Any] = []
+    size = len(text)
+    end = size - len(text.lstrip())  # raw_decode does not skip leading whitespace
+    while end < size:
         try:
-            value = json.loads(text)
+            value, end = _DECODER.raw_decode(text, end)
         except json.JSONDecodeError as exc:
             skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
-            continue
-        if not isinstance(value, dict):
-            skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
-            continue
-        yield number, value
+            return []
+        values.append(value)
+        while end < size and text[end].isspace():
+            end += 1
+    skips.notes.append(
+        f"line {number} holds {len(values)} JSON records with no newline between them: "
+        "each was read as a record of its own"
+    )
+    return values
 
 
 def load_json(path: Path) -> Any:

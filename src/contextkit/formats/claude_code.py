@@ -8,7 +8,12 @@ Contract:
   ``<dir>/<session-id>/subagents/agent-*.jsonl`` of newer versions (linked through the ``agentId``
   the parent's tool result or ``agent_progress`` records name). ``agent-acompact-*`` files are the
   summary request of an auto-compaction; their chain runs into the parent's history, so their
-  request is rebuilt with it.
+  request is rebuilt with it. An agent with neither (2.1.x files copied without their folder)
+  whose messages the parent's ``agent_progress`` records hold is a subagent session rebuilt from
+  those messages in file order, with its last response taken from the Task result.
+- Output tokens the file records as a stream-start placeholder are counted from the response
+  content (``Call.output_estimated``), as :mod:`.claude_code_outputs` describes; a session note
+  says how many.
 - Loading a subagent file directly gives that subagent's session, linked to the parent file when
   it lies where Claude Code puts it (``<dir>/<session-id>.jsonl``); when it does not, the notes say
   so and what is missing.
@@ -48,6 +53,7 @@ from contextkit.formats.claude_code_calls import (
     link_in_file_order,
     resolve_parents,
 )
+from contextkit.formats.claude_code_outputs import count_placeholder_outputs
 from contextkit.formats.claude_code_records import ParsedFile, Rec, parse_file
 from contextkit.messages import Message, TextBlock, extends
 from contextkit.session import Call, LoadedFile, Session, SkippedRecord
@@ -142,6 +148,12 @@ def _main_session(path: Path, parsed: ParsedFile, state: _Read) -> Session:
     for sub in sub_parsed:
         resolve_parents(sub.records, state.index)
         subagents.extend(_agent_file_sessions(sub, parsed, state, session_id))
+    known = {s.session_id for s in subagents}
+    subagents.extend(
+        _progress_session(path, agent, parsed, state, session_id)
+        for agent in parsed.progress
+        if agent not in known
+    )
     return _session(
         path,
         main,
@@ -149,6 +161,7 @@ def _main_session(path: Path, parsed: ParsedFile, state: _Read) -> Session:
         session_id=session_id,
         subagents=tuple(subagents),
         set_aside=parsed.set_aside,
+        notes=parsed.notes,
     )
 
 
@@ -167,7 +180,7 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    calls = _with_cache_resets(built.calls)
+    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls))
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -187,7 +200,7 @@ def _session(
         prefix_known=False,
         compactions=tuple(built.compactions),
         set_aside=dict(sorted(set_aside.items())),
-        notes=(PREFIX_NOTE, *notes, *extra, *built.notes),
+        notes=(PREFIX_NOTE, *notes, *extra, *built.notes, *([counted] if counted else [])),
     )
 
 
@@ -309,6 +322,40 @@ def _thread_session(
     )
 
 
+PROGRESS_NOTE = (
+    "subagent recorded only as agent_progress records in the parent file (no subagents/ file): "
+    "its requests are rebuilt from those messages in file order"
+)
+
+
+def _progress_session(
+    path: Path, agent: str, parsed: ParsedFile, state: _Read, parent_id: str | None
+) -> Session:
+    """The session of a subagent whose messages survive only in ``agent_progress`` records,
+    with its last response from the Task result when the file holds it."""
+    thread = list(parsed.progress[agent])
+    notes = [PROGRESS_NOTE]
+    final = parsed.agent_results.get(agent)
+    if final is not None:
+        final.model = next((r.model for r in reversed(thread) if r.model), None)
+        thread.append(final)
+        notes.append(
+            f"its last response (the answer returned to the parent) is recorded only in the "
+            f"Task result at line {final.line} (toolUseResult content and usage): taken from there"
+        )
+    state.index.add(thread)
+    return _session(
+        path,
+        thread,
+        state,
+        session_id=agent,
+        set_aside=Counter(),
+        parent_session_id=parent_id,
+        parent_tool_use_id=parsed.agent_links.get(agent),
+        notes=notes,
+    )
+
+
 def _agent_file_sessions(
     sub: ParsedFile, parent: ParsedFile | None, state: _Read, parent_id: str | None
 ) -> list[Session]:
@@ -327,7 +374,7 @@ def _agent_file_sessions(
                 set_aside=sub.set_aside,
                 parent_session_id=parent_id or _common_session_id(thread),
                 parent_tool_use_id=parent.agent_links.get(agent) if parent else None,
-                notes=_agent_notes(agent, parent),
+                notes=(*_agent_notes(agent, parent), *sub.notes),
             )
         )
     return out

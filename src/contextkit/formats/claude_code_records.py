@@ -22,6 +22,15 @@ Contract: :func:`parse_file` reads one ``.jsonl`` transcript and returns a :clas
   writes itself when a request failed or was cancelled) are links, not responses: no model produced
   them, they carry no billed usage, and they are not part of what the model receives.
 
+Subagent traffic written only into the parent file (``progress`` records of type
+``agent_progress``, each holding one message of the subagent in ``data.message``; no
+``subagents/`` file): each such message becomes a :class:`Rec` of its own, collected per
+``agentId`` in ``ParsedFile.progress`` (not in ``records``: they take no part in the parent's
+chain, and an agent that also has a subagent file is read from that file). The agent's last
+response, which no progress record holds, is taken from the Task tool result's ``toolUseResult``
+(``content`` and ``usage``) as one more assistant record (``ParsedFile.agent_results``). A wrong
+type in those fields is a bad record of the line holding it, as for any message.
+
 It also collects what links a subagent to its parent: ``agentId`` -> the ``tool_use`` id of the
 Task/Agent call that started it (from ``toolUseResult.agentId``, ``agent_progress`` records, or the
 ``agentId: ...`` line of the tool result text), and Task/Agent prompts (older versions wrote
@@ -97,6 +106,12 @@ class ParsedFile:
     task_prompts: dict[str, str] = field(default_factory=dict)
     uuids: set[str] = field(default_factory=set)
     """uuids of the user and assistant records taken so far."""
+    progress: dict[str, list[Rec]] = field(default_factory=dict)
+    """agentId -> the subagent's messages held in ``agent_progress`` records, in file order."""
+    agent_results: dict[str, Rec] = field(default_factory=dict)
+    """agentId -> its last response, from the Task result (agents in ``progress`` only)."""
+    notes: list[str] = field(default_factory=list)
+    """What reading the lines recovered from (two records on one line)."""
 
 
 def parse_file(path: Path, skips: Skips, rank: int) -> ParsedFile:
@@ -107,6 +122,7 @@ def parse_file(path: Path, skips: Skips, rank: int) -> ParsedFile:
             _take(obj, line, rank, out)
         except BadRecord as exc:
             skips.fail(str(exc), line)
+    out.notes.extend(skips.notes)
     return out
 
 
@@ -127,7 +143,7 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
         if rec.kind == "link":
             out.set_aside["assistant/synthetic"] += 1
         else:
-            _collect_links(obj, rec, out)
+            _collect_links(obj, rec, rank, out)
         out.records.append(rec)
         return
     if kind == "attachment":
@@ -138,7 +154,7 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
         label = f"system/{_opt_str(obj, 'subtype') or '(none)'}"
     out.set_aside[label] += 1
     if kind == "progress":
-        _progress_link(obj, out)
+        _progress(obj, line, rank, out)
     uuid = _opt_str(obj, "uuid")
     if uuid is None:
         return  # summaries, snapshots, queue operations: outside the chain
@@ -194,17 +210,8 @@ def _message_rec(obj: Mapping[str, Any], kind: str, line: int, rank: int) -> Rec
     if isinstance(content, str):
         rec.text = content
         rec.blocks = (TextBlock(text=content),)
-    elif isinstance(content, list):
-        try:
-            rec.blocks = BLOCKS_ADAPTER.validate_python(content)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"][:1])
-            raise BadRecord(f"message.content[{where}]: {first['msg']}") from None
     else:
-        raise BadRecord(
-            f"message.content must be a string or a list of blocks, found {_tname(content)}"
-        )
+        rec.blocks = _blocks(content, "message.content")
     if kind == "assistant":
         _assistant_fields(obj, message, rec)
     return rec
@@ -220,17 +227,34 @@ def _assistant_fields(obj: Mapping[str, Any], message: Mapping[str, Any], rec: R
         return
     rec.key = rec.request_id or message_id or f"line:{rec.order[0]}:{rec.line}"
     usage = message.get("usage")
-    if usage is None:
-        return
-    if not isinstance(usage, Mapping):
-        raise BadRecord(f"message.usage must be an object, found {_tname(usage)}")
+    if usage is not None:
+        rec.usage = _usage(usage, "message.usage")
+
+
+def _blocks(content: object, where: str) -> tuple[Block, ...]:
+    """A list of content blocks, parsed; BadRecord naming ``where`` otherwise."""
+    if not isinstance(content, list):
+        raise BadRecord(f"{where} must be a string or a list of blocks, found {_tname(content)}")
     try:
-        rec.usage = Usage.from_anthropic(usage)
-    except (TypeError, ValueError):
-        raise BadRecord("message.usage holds a token count that is not a number") from None
+        return BLOCKS_ADAPTER.validate_python(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        index = ".".join(str(p) for p in first["loc"][:1])
+        raise BadRecord(f"{where}[{index}]: {first['msg']}") from None
 
 
-def _collect_links(obj: Mapping[str, Any], rec: Rec, out: ParsedFile) -> None:
+def _usage(usage: object, where: str) -> Usage:
+    """A usage object with valid token counts (:meth:`Usage.from_anthropic`'s check), or
+    BadRecord naming ``where`` and the offending field."""
+    if not isinstance(usage, Mapping):
+        raise BadRecord(f"{where} must be an object, found {_tname(usage)}")
+    try:
+        return Usage.from_anthropic(usage)
+    except ValueError as exc:
+        raise BadRecord(f"{where}: {exc}") from None
+
+
+def _collect_links(obj: Mapping[str, Any], rec: Rec, rank: int, out: ParsedFile) -> None:
     for block in rec.blocks:
         if isinstance(block, ToolUseBlock) and block.name in SUBAGENT_TOOLS:
             prompt = block.input.get("prompt") if isinstance(block.input, Mapping) else None
@@ -243,15 +267,62 @@ def _collect_links(obj: Mapping[str, Any], rec: Rec, out: ParsedFile) -> None:
             agent = found.group(1) if found else agent
             if isinstance(agent, str):
                 out.agent_links.setdefault(agent, block.tool_use_id)
+                if agent in out.progress and isinstance(result, Mapping):
+                    _agent_result(result, agent, rec, rank, out)
 
 
-def _progress_link(obj: Mapping[str, Any], out: ParsedFile) -> None:
+def _agent_result(
+    result: Mapping[str, Any], agent: str, rec: Rec, rank: int, out: ParsedFile
+) -> None:
+    """The subagent's last response, from the Task result, when it holds content and usage."""
+    content, usage = result.get("content"), result.get("usage")
+    if content is None or usage is None:
+        return
+    final = Rec(
+        order=(rank, rec.line),
+        line=rec.line,
+        kind="assistant",
+        uuid=None,
+        parent_uuid=None,
+        sidechain=True,
+        agent_id=agent,
+        session_id=rec.session_id,
+        timestamp=rec.timestamp,
+        blocks=(
+            (TextBlock(text=content),)
+            if isinstance(content, str)
+            else _blocks(content, "toolUseResult.content")
+        ),
+        key=f"result:{agent}",
+        stop_reason="end_turn" if result.get("status") == "completed" else None,
+        usage=_usage(usage, "toolUseResult.usage"),
+    )
+    out.agent_results.setdefault(agent, final)
+
+
+def _progress(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None:
+    """An ``agent_progress`` record: the link it names, and the subagent message it holds."""
     data = obj.get("data")
     if not isinstance(data, Mapping) or data.get("type") != "agent_progress":
         return
     agent, tool_use = data.get("agentId"), obj.get("parentToolUseID")
     if isinstance(agent, str) and isinstance(tool_use, str):
         out.agent_links.setdefault(agent, tool_use)
+    message = data.get("message")
+    if not isinstance(agent, str) or not isinstance(message, Mapping):
+        return
+    kind = message.get("type")
+    if kind not in ("user", "assistant"):
+        return
+    try:
+        rec = _message_rec(message, kind, line, rank)
+    except BadRecord as exc:
+        raise BadRecord(f"agent_progress record, in data.message: {exc}") from None
+    if rec.kind == "link":
+        return  # a synthetic message: no call, and not sent to the model
+    rec.sidechain, rec.agent_id, rec.parent_uuid = True, agent, None
+    rec.session_id = _opt_str(obj, "sessionId")
+    out.progress.setdefault(agent, []).append(rec)
 
 
 def _opt_str(obj: Mapping[str, Any], key: str, prefix: str = "") -> str | None:

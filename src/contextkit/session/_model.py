@@ -43,6 +43,10 @@ class Call(Record):
     """The harness changed cached content the file does not show, just before this call:
     ``"messages"`` the messages level (the cached prefix after tools and system no longer
     matches), ``"system"`` the system prompt too. Set by readers that know their harness."""
+    output_estimated: bool = False
+    """True when the file's ``output_tokens`` is not the billed figure (a placeholder written at
+    stream start) and ``usage.output_tokens`` was counted from the response content instead; the
+    other usage fields are as recorded. Set by readers that know their harness."""
 
     route: str | None = None
     """How the call was served where the file says (``"bedrock"``, ``"vertex"``: from response
