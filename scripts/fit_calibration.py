@@ -8,7 +8,9 @@ Usage: ``uv run python scripts/fit_calibration.py [TRACE.jsonl ...] [--claude-co
 ``src/contextkit/tokens/data/calibration.json``; ``--check`` prints the fit without writing it;
 ``--loso``
 prints the leave-one-session-out error of per-call total input on the Claude Code sessions, beside
-the error of ``--before`` (default: the shipped calibration)).
+the error of ``--before`` (default: the shipped calibration); ``--losource`` holds out one source
+(a top-level folder of the corpus: a repository or team) at a time, fits on the others, and prints
+the per-call error on the held-out source by model family, a markdown table).
 
 Each trace line is ``{"request": {"body": <Messages request>}, "response": {"body": <JSON with
 usage>} | {"body_raw": <SSE text>}}``. The billed total input of a call is input_tokens +
@@ -262,6 +264,62 @@ def loso_report(
     return "\n".join(rows)
 
 
+def _source(label: str) -> str:
+    """The corpus source of a sample or session label: its first path component."""
+    return label.split("/", 1)[0].split("#", 1)[0]
+
+
+def losource_errors(
+    samples: Sequence[CalibrationSample], sessions: Sequence[SessionSamples], trace_source: str
+) -> dict[str, dict[str, list[float]]]:
+    """Leave-one-source-out: per held-out source and family, the per-call errors of total input
+    under a fit on every other source (sessions: anchored as the accountant predicts; the raw
+    trace's exact requests: relative errors)."""
+    sources = sorted({_source(r.label) for r in sessions} | {trace_source})
+    out: dict[str, dict[str, list[float]]] = {}
+    for held in sources:
+        rest = [r for r in sessions if _source(r.label) != held]
+        calibration = fit(samples if held != trace_source else [], sessions=rest)
+        found: dict[str, list[float]] = {}
+        for record in (r for r in sessions if _source(r.label) == held):
+            if len(record.samples) < 2 or not session_pairs(record)[0]:
+                continue
+            params = calibration.for_model(resolve_model(record.samples[0].model))
+            if params is not None:
+                errors = np.abs(anchored_errors(params, record)).tolist()
+                found.setdefault(record.family or "?", []).extend(errors)
+        if held == trace_source:
+            for sample in distinct(samples):
+                params = calibration.for_model(resolve_model(sample.model))
+                if params is not None and sample.family is not None:
+                    error = abs(float(relative_errors(params, [sample])[0]))
+                    found.setdefault(sample.family, []).append(error)
+        if found:
+            out[held] = found
+    return out
+
+
+def losource_report(errors: Mapping[str, Mapping[str, list[float]]]) -> str:
+    rows = [
+        "| held-out source | family | calls | median abs error | p90 |",
+        "|---|---|---|---|---|",
+    ]
+    pooled: dict[str, list[float]] = {}
+    for source, families in sorted(errors.items()):
+        for family, values in sorted(families.items()):
+            pooled.setdefault(family, []).extend(values)
+            rows.append(
+                f"| {source} | {family} | {len(values)} | {np.median(values):.2%} "
+                f"| {np.percentile(values, 90):.2%} |"
+            )
+    for family, values in sorted(pooled.items()):
+        rows.append(
+            f"| all sources | {family} | {len(values)} | {np.median(values):.2%} "
+            f"| {np.percentile(values, 90):.2%} |"
+        )
+    return "\n".join(rows)
+
+
 def skipped_report(sessions: Sequence[SessionSamples]) -> str:
     reasons: Counter[str] = Counter()
     used = 0
@@ -296,6 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="print the fit, do not write it")
     parser.add_argument("--loso", action="store_true", help="leave-one-session-out report")
     parser.add_argument("--before", type=Path, help="calibration to compare with (--loso)")
+    parser.add_argument(
+        "--losource", action="store_true", help="leave-one-source-out report (a markdown table)"
+    )
     args = parser.parse_args(argv)
     traces, folders = _inputs(args, parser)
     samples = samples_from_traces(traces)
@@ -311,6 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.loso:
         print("\nper-call |error| of total input on Claude Code sessions (held out):")
         print(loso_report(before, samples, sessions))
+    if args.losource:
+        trace_source = traces[0].parent.name if traces else "traces"
+        print("\nper-call |error| of total input, each source held out (fit on the others):")
+        print(losource_report(losource_errors(samples, sessions, trace_source)))
+        return 0
     if args.check:
         print("\nshipped defaults (or --before) on the same exact requests:")
         print(error_report(before, distinct(samples)))
