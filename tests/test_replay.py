@@ -64,6 +64,7 @@ SUMMARY_KEYS = {
     "cache_write",
     "output",
     "cost_usd",
+    "harness_compaction_usd",
     "peak_context_tokens",
     "compactions",
     "overflow_calls",
@@ -662,3 +663,21 @@ def test_default_model_fills_only_calls_that_name_none() -> None:
     assert with_default_model(session, None) is session
     complete = Session(path="x", format="claude-code", calls=(named,))
     assert with_default_model(complete, "gpt-4o") is complete
+
+
+@pytest.mark.corpus
+def test_the_harness_compaction_call_belongs_to_the_recorded_cost(corpus: Path) -> None:
+    """Claude Code's agent-acompact-* subagent is its own compaction request: as-recorded adds
+    its recorded cost to the parent's, and says so."""
+    (session,) = load(corpus / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").sessions
+    (compaction,) = [s for s in session.subagents if s.harness_compaction]
+    own = replay_as_recorded(compaction).summary()["cost_usd"]
+    parent = replay_as_recorded(session)
+    summary = parent.summary()
+    assert own is not None
+    assert parent.recorded_cost_usd is not None
+    assert summary["harness_compaction_usd"] == pytest.approx(own)
+    assert summary["cost_usd"] == pytest.approx(parent.recorded_cost_usd + own)
+    assert any("harness's own compaction" in n for n in parent.to_json()["notes"])
+    others = [s for s in session.subagents if not s.harness_compaction]
+    assert others  # a Task subagent is not a compaction

@@ -365,18 +365,19 @@ def _agent_file_sessions(
     for thread in threads:
         agent = next((r.agent_id for r in thread if r.agent_id), None)
         agent = agent or sub.path.stem.removeprefix("agent-")
-        out.append(
-            _session(
-                sub.path,
-                thread,
-                state,
-                session_id=agent,
-                set_aside=sub.set_aside,
-                parent_session_id=parent_id or _common_session_id(thread),
-                parent_tool_use_id=parent.agent_links.get(agent) if parent else None,
-                notes=(*_agent_notes(agent, parent), *sub.notes),
-            )
+        session = _session(
+            sub.path,
+            thread,
+            state,
+            session_id=agent,
+            set_aside=sub.set_aside,
+            parent_session_id=parent_id or _common_session_id(thread),
+            parent_tool_use_id=parent.agent_links.get(agent) if parent else None,
+            notes=(*_agent_notes(agent, parent), *sub.notes),
         )
+        if agent.startswith("acompact"):  # Claude Code's own compaction request
+            session = session.model_copy(update={"harness_compaction": True})
+        out.append(session)
     return out
 
 

@@ -96,6 +96,9 @@ class Replay:
     """TTL of the breakpoints placed on the views (None: the provider has none)."""
     sent: tuple[Conversation, ...] | None = None
     """The requests as sent, when known as such (``as-recorded``); else built from the views."""
+    harness_usd: float = 0.0
+    """What the harness's own compaction calls cost (``as-recorded``: part of the recording's
+    cost, in :meth:`summary`'s ``cost_usd``)."""
 
     @cached_property
     def requests(self) -> tuple[Conversation, ...]:
@@ -118,12 +121,16 @@ class Replay:
         real = self.strategy == AS_RECORDED and self.ledger.recorded is not None
         source = self.ledger.recorded if real and self.ledger.recorded is not None else table
         totals = source.totals()
+        cost = source.total_cost
+        if cost is not None and self.harness_usd:
+            cost += self.harness_usd
         return {
             "input_tokens": int(totals["input"] or 0),
             "cache_read": int(totals["cache_read"] or 0),
             "cache_write": int((totals["cache_write_5m"] or 0) + (totals["cache_write_1h"] or 0)),
             "output": int(totals["output"] or 0),
-            "cost_usd": source.total_cost,
+            "cost_usd": cost,
+            "harness_compaction_usd": self.harness_usd,
             "peak_context_tokens": self._peak_context(real),
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
@@ -429,7 +436,9 @@ def replay_as_recorded(
     ledger = price_session(session, counter, price, output="recorded")
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
     rows = _rows(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)
+    harness, harness_notes = _harness_compactions(session)
     return Replay(
+        harness_usd=harness,
         session=session,
         strategy=AS_RECORDED,
         sent=tuple(c.request for c in session.calls),
@@ -438,10 +447,29 @@ def replay_as_recorded(
         recall=RecallReport(0, 0, ()),
         rows=rows,
         window=window,
-        notes=("the recording as it was: recorded requests and, where present, recorded usage",),
+        notes=(
+            "the recording as it was: recorded requests and, where present, recorded usage",
+            *harness_notes,
+        ),
         views=tuple(c.request for c in session.calls),
         tapes=tuple(c.request for c in session.calls),
     )
+
+
+def _harness_compactions(session: Session) -> tuple[float, tuple[str, ...]]:
+    """The recorded cost of the calls the harness made to compact this session (its own
+    compaction subagents), which belongs to what the recording cost."""
+    subs = [s for s in session.subagents if s.harness_compaction and s.calls]
+    if not subs:
+        return 0.0, ()
+    costs = [price_session(s, output="recorded").recorded for s in subs]
+    total = sum(float(c.total_cost or 0.0) for c in costs if c is not None)
+    calls = sum(len(s.calls) for s in subs)
+    note = (
+        f"as-recorded includes the harness's own compaction: {calls} call(s) in "
+        f"{len(subs)} compaction subagent(s), ${total:.4f} (also listed as their own sessions)"
+    )
+    return total, (note,)
 
 
 def _hidden_tokens(session: Session, counter: TokenCounter, price: ModelPrice | None) -> int:

@@ -82,6 +82,9 @@ class Session(Record):
     """False when the file omits the system prompt and tool definitions (Claude Code files)."""
     compactions: tuple[int, ...] = ()
     """Indices of calls that the harness made right after compacting its own history."""
+    harness_compaction: bool = False
+    """The calls of this (sub)session are the harness compacting its parent's history (Claude
+    Code's ``agent-acompact-*`` files): they belong to the parent's as-recorded cost."""
     context_window: int | None = None
     """The window the harness ran the model with, where the file or its harness says (Claude Code:
     200k unless its model id names another); None: the model's own (``ModelInfo``)."""
