@@ -488,3 +488,27 @@ def test_blocks_with_extra_fields_key_by_their_whole_content() -> None:
     assert got[0] == usage(w5=written)
     assert got[1] == usage(r=written)
     assert got[2] == usage(r=2000, w5=written - 2000)  # system read, the messages written again
+
+
+def test_a_lone_surrogate_in_a_block_prices() -> None:
+    """Text read from a file may hold a lone surrogate (JSON allows the escape); the simulator
+    digests such blocks without JSON, which cannot encode one, and equal blocks still key alike."""
+    bad = "output \ud800 here"
+    use = ToolUseBlock(id="t", name="x", input={"a": bad})
+    ask = Message(role="user", content="go")
+    calls = Message(role="assistant", content=(use,))
+
+    def answer() -> Message:  # a new, equal object each time
+        return Message(
+            role="user", content=(ToolResultBlock(tool_use_id="t", content=(TextBlock(text=bad),)),)
+        )
+
+    first = Conversation(model="claude-sonnet-4-5", messages=(ask, calls, answer()))
+    more = Message(role="user", content="more")
+    second = first.with_messages(
+        (ask, calls, answer(), Message(role="assistant", content="ok"), more)
+    )
+    config = AnthropicCache(min_tokens=0, placement="auto")
+    cached = simulate_cache([(first, 0.0), (second, 1.0)], FixedCounter(), config)
+    assert cached[0].cache_write_5m > 0
+    assert cached[1].cache_read == cached[0].cache_write_5m  # the equal copy read what was written

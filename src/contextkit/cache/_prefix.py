@@ -146,7 +146,9 @@ def _digest(block: Block | Tool, form: str, extra: dict[str, object] | None) -> 
             return hash(("text+extra", cast(TextBlock, block).text, rest))
         use = cast(ToolUseBlock, block)
         return hash(("tool_use+extra", use.id, use.name, repr(use.input), rest))
-    return hash(block.model_dump_json(exclude={"cache_control"}, exclude_unset=True))
+    # The Python dump, not JSON: text may hold a lone surrogate (read from a file that had one),
+    # which JSON cannot encode; equal blocks still give equal dumps, so equal digests.
+    return hash(repr(block.model_dump(exclude={"cache_control"}, exclude_unset=True)))
 
 
 def _canon(value: object) -> str:
