@@ -280,6 +280,25 @@ def test_audit_lines_are_the_requests_sent(tmp_path: Path) -> None:
     assert [line["request"] for line in lines] == sent
     assert [line["call"] for line in lines] == [0, 1, 2, 3]
     assert {line["stop_reason"] for line in lines} == {"tool_use"}
+    assert audit.stat().st_mode & 0o777 == 0o600  # full request bodies: private, as the checkpoint
+
+
+def test_the_audit_line_follows_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed checkpoint write leaves no audit line saying the call was sent and recorded."""
+    audit, ckpt = tmp_path / "calls.jsonl", tmp_path / "engine.ckpt"
+    engine = _engine(None, audit_path=audit, checkpoint_path=ckpt)
+    engine.add(user("task"))
+    engine.prepare()
+
+    def disk_full() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine, "_save", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        engine.record(assistant("done"), stop_reason="end_turn")
+    assert not audit.exists()
 
 
 # -- checkpoints ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,10 +283,12 @@ class ContextEngine:
         )
         self._calls.append(call)
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
-        self._audit(call)
         self._tape = (*self._tape, response)
         self._view = self._view.append(response)
         self._save()  # one save for the call and the response: never one without the other
+        # After the checkpoint: a kill between the two loses an audit line, never makes a resumed
+        # loop send a call again that the audit shows as sent.
+        self._audit(call)
         return verdict(stop_reason, response)
 
     # -- persistence -------------------------------------------------------------------------
@@ -301,7 +304,9 @@ class ContextEngine:
             "usage": call.usage.model_dump() if call.usage else None,
         }
         self.audit_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.audit_path.open("a", encoding="utf-8") as fh:
+        # 0600 like the checkpoint: the audit holds every request body in full.
+        fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     def _state(self) -> EngineState:
