@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
-from contextkit.errors import FormatError, UnknownFormatError
+from contextkit.errors import ContextkitError, FormatError, UnknownFormatError
 from contextkit.formats._io import read_head
 from contextkit.session import LoadedFile
 
@@ -82,21 +82,47 @@ def detect(path: str | Path) -> FormatReader:
     if not head.strip():
         raise UnknownFormatError(p, "the file is empty")
     for reader in readers():
-        if reader.sniff(p, head):
+        if _sniffs(reader, p, head):
             return reader
     raise UnknownFormatError(
         p, "not a recognised session format (tried: " + ", ".join(format_names()) + ")"
     )
 
 
+_ODD_INPUT = (RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError)
+"""What a reader or sniffer may trip over on input it was not written for (a value of the wrong
+type, nesting deeper than the JSON parser goes): at this boundary it is the file's fault, named."""
+
+
+def _sniffs(reader: FormatReader, path: Path, head: str) -> bool:
+    """``reader.sniff``, where a sniffer that trips over the head means: not this format."""
+    try:
+        return reader.sniff(path, head)
+    except _ODD_INPUT:
+        return False
+
+
+def _read(reader: FormatReader, path: Path, lenient: bool) -> LoadedFile:
+    try:
+        return reader.read(path, lenient=lenient)
+    except ContextkitError:
+        raise
+    except RecursionError:
+        raise FormatError(path, "nested deeper than the JSON parser can read") from None
+    except _ODD_INPUT as exc:
+        reason = f"cannot be read as {reader.name} ({type(exc).__name__}: {exc})"
+        raise FormatError(path, reason) from None
+
+
 def load(path: str | Path, *, lenient: bool = False, format: str | None = None) -> LoadedFile:
-    """Read one file, detecting its format unless ``format`` names one."""
+    """Read one file, detecting its format unless ``format`` names one. Whatever the input, the
+    answer is a file read or a :class:`~contextkit.errors.ContextkitError` naming the file."""
     p = Path(path)
     if format is None:
-        return detect(p).read(p, lenient=lenient)
+        return _read(detect(p), p, lenient)
     for reader in readers():
         if reader.name == format:
-            return reader.read(p, lenient=lenient)
+            return _read(reader, p, lenient)
     raise UnknownFormatError(p, f"unknown format {format!r} (known: {', '.join(format_names())})")
 
 
