@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from contextkit.cli._app import err_console
-from contextkit.errors import ContextkitError
+from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats import Discovered, discover
 from contextkit.replay import find_session_files
 
@@ -40,12 +40,18 @@ class Selection:
     discovered: bool = False
 
 
-def select_paths(paths: Sequence[Path] | None, every: bool = False) -> Selection:
-    """``paths`` expanded, plus (no path, or ``every``) what discovery finds on this machine."""
+def select_paths(
+    paths: Sequence[Path] | None, every: bool = False, *, missing_ok: bool = False
+) -> Selection:
+    """``paths`` expanded, plus (no path, or ``every``) what discovery finds on this machine. A
+    named path that does not exist is an error, unless ``missing_ok`` (then it is kept, for the
+    reader to report with the others)."""
     named = list(paths or [])
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     for path in named:
+        if not missing_ok and not path.exists():
+            raise FormatError(path, "no such file or folder")
         if not path.is_dir():
             files.append(path)
             continue

@@ -218,7 +218,7 @@ def validate_command(
     empty content, thinking signatures)."""
     try:
         rules = None if rules_name == "auto" else rules_for(rules_name)
-        selection = select_paths(files, every)
+        selection = select_paths(files, every, missing_ok=True)
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
