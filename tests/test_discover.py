@@ -4,13 +4,19 @@ writes it; :func:`contextkit.formats.discover` finds each in its place, and the 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from contextkit.cli import app
+from contextkit.cli.validate import check_file
 from contextkit.formats import default_locations, discover
+from test_format_hermes import _database as hermes_database
 
 runner = CliRunner()
 TS = "2025-01-01T00:00:00Z"
@@ -22,12 +28,19 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _db(path: Path, tables: list[str]) -> Path:
+def _cursor_db(path: Path) -> Path:
+    """An empty Cursor store: the two key-value tables, no composer."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as db:
-        for table in tables:
-            db.execute(f"CREATE TABLE {table} (id TEXT)")
+    with closing(sqlite3.connect(path)) as db:
+        for table in ("cursorDiskKV", "ItemTable"):
+            db.execute(f"CREATE TABLE {table} (key TEXT, value BLOB)")
+        db.commit()
     return path
+
+
+def _hermes_db(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return hermes_database(path)  # the Hermes reader's own fixture: four sessions
 
 
 def _claude_line() -> str:
@@ -57,7 +70,7 @@ def fake_home(home: Path, config: Path) -> dict[str, Path]:
         ),
         "pi": _write(home / ".pi/agent/sessions/--w--/t_p1.jsonl", json.dumps(pi) + "\n"),
         "Gemini CLI": _write(home / ".gemini/tmp/h/chats/session-1.json", json.dumps(gemini)),
-        "Hermes": _db(home / ".hermes/state.db", ["sessions", "messages", "schema_version"]),
+        "Hermes": _hermes_db(home / ".hermes/state.db"),
         "Cline": _write(
             storage / "saoudrizwan.claude-dev/tasks/1/api_conversation_history.json",
             cline_history,
@@ -69,9 +82,7 @@ def fake_home(home: Path, config: Path) -> dict[str, Path]:
         "OpenCode": _write(
             home / ".local/share/opencode/storage/session/p/ses_1.json", json.dumps(session)
         ),
-        "Cursor": _db(
-            config / "Cursor/User/globalStorage/state.vscdb", ["cursorDiskKV", "ItemTable"]
-        ),
+        "Cursor": _cursor_db(config / "Cursor/User/globalStorage/state.vscdb"),
     }
 
 
@@ -86,6 +97,8 @@ def test_every_harness_is_found_where_it_writes(tmp_path: Path) -> None:
     by_harness = {d.harness: d.files for d in found if d.files}
     assert by_harness == {**{h: (p,) for h, p in written.items()}, "aider": (aider,)}
     assert all(not d.skipped for d in found)
+    for files in by_harness.values():  # each hand-built file is valid for its reader
+        assert check_file(files[0]).error is None, files[0]
 
 
 def test_macos_and_environment_overrides(tmp_path: Path) -> None:
@@ -132,3 +145,28 @@ def test_nothing_found_exits_0_for_inspect_and_compare(tmp_path: Path) -> None:
         result = runner.invoke(app, command, env=env)
         assert result.exit_code == 0, (command, result.output)
         assert "nothing found in the default locations" in result.stderr
+
+
+def test_inspect_takes_a_folder_and_lists_files_no_reader_takes(tmp_path: Path) -> None:
+    clean = Path(__file__).parent / "fixtures" / "validate" / "clean.jsonl"
+    _write(tmp_path / "a" / "one.jsonl", clean.read_text(encoding="utf-8"))
+    _write(tmp_path / "notes.json", '{"hello": 1}')
+    result = runner.invoke(app, ["inspect", "--json", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (session,) = json.loads(result.stdout)["sessions"]
+    assert session["path"] == str(tmp_path / "a" / "one.jsonl")
+    assert f"skipped {tmp_path / 'notes.json'}" in " ".join(result.stderr.split())
+
+
+def test_inspect_a_folder_without_sessions_exits_2(tmp_path: Path) -> None:
+    _write(tmp_path / "notes.json", '{"hello": 1}')
+    done = subprocess.run(
+        [sys.executable, "-c", "from contextkit.cli import main; main()", "inspect", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300"},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"no session file found in {tmp_path}" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
