@@ -1,8 +1,8 @@
 """``contextkit validate [PATH...] [--all] [--json] [--lenient] [--rules RULES]``.
 
 ``RULES``: auto, anthropic, openai or strict. Reads each file with :func:`contextkit.formats.load`
-and checks the request of every model call it
-holds against the provider's rules (:func:`contextkit.messages.validate`). A folder is scanned for
+and checks the request of every model call it holds against the provider's rules
+(:func:`contextkit.messages.validate`). A folder is scanned for
 every file a reader recognises (files no reader takes are listed as skipped, not errors); with no
 path, or ``--all``, the default locations of every harness are searched (see
 :mod:`contextkit.cli._paths`; nothing found there exits 0).
