@@ -103,10 +103,17 @@ def test_bad_profile_names_file_and_field(tmp_path: Path) -> None:
     assert "user_turns" in result.output
 
 
-def test_nothing_to_estimate() -> None:
-    result = runner.invoke(app, ["cost"])
+def test_no_path_searches_the_default_locations_and_nothing_found_exits_0(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "CODEX_HOME": "", "CLAUDE_CONFIG_DIR": "", "HERMES_HOME": ""}
+    result = runner.invoke(app, ["cost"], env=env)
+    assert result.exit_code == 0
+    assert "nothing found in the default locations" in result.output
+
+
+def test_fit_without_paths_is_an_error() -> None:
+    result = runner.invoke(app, ["cost", "--fit"])
     assert result.exit_code == 2
-    assert "nothing to estimate" in result.output
+    assert "--fit needs session PATHs" in result.output
 
 
 @pytest.mark.corpus

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.cli.validate import check_file
+from contextkit.cli.validate import CallViolation, check_file, group_findings
 from contextkit.formats import load
 from contextkit.messages import repair, rules_for, validate
 from corpus_paths import PENDING_READERS, corpus_files, readable_corpus_files
@@ -59,24 +59,26 @@ def test_clean_file_exits_0_with_the_documented_json_shape() -> None:
                 "violations": [],
                 "skipped": [],
             }
-        ]
+        ],
+        "skipped_files": [],
     }
 
 
-def test_dangling_call_exits_1_and_is_listed_for_every_request_carrying_it() -> None:
+def test_dangling_call_exits_1_and_is_reported_once_with_the_calls_carrying_it() -> None:
     code, doc = run_json(DANGLING)
     assert code == 1
     (entry,) = doc["files"]
     assert entry["calls"] == 3
     assert entry["violations"] == [
         {
-            "call": call,
+            "first_call": 1,
+            "last_call": 2,
+            "calls": 2,
             "code": "dangling_tool_use",
             "message_index": 1,
             "block_index": 0,
             "detail": "tool_use toolu_01 has no tool_result in the next user turn",
         }
-        for call in (1, 2)
     ]
 
 
@@ -84,8 +86,93 @@ def test_table_for_people_folds_repeats_over_calls() -> None:
     code, out, _ = run(DANGLING)
     assert code == 1
     assert "dangling_tool_use" in out
-    assert "1-2" in out
-    assert "3 calls, 2 violations" in out
+    assert "calls 1-2" in out
+    assert "3 calls, 1 finding (2 violations)" in out
+
+
+def _request(messages: list[dict[str, Any]]) -> str:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "system": "Be terse.",
+        "messages": messages,
+    }
+    return json.dumps(body) + "\n"
+
+
+def _riding_session(tmp_path: Path, calls: int) -> Path:
+    """Call 0 is clean; from call 1 on, every request carries one unanswered tool call."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
+    lines = [_request(history)]
+    history += [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        },
+        {"role": "user", "content": "Never mind."},
+    ]
+    for i in range(1, calls):
+        lines.append(_request(history))
+        history += [
+            {"role": "assistant", "content": f"reply {i}"},
+            {"role": "user", "content": f"question {i}"},
+        ]
+    path = tmp_path / "riding.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_a_bad_message_riding_50_calls_is_one_finding(tmp_path: Path) -> None:
+    path = _riding_session(tmp_path, 51)
+    code, doc = run_json(path)
+    assert code == 1
+    (entry,) = doc["files"]
+    assert entry["calls"] == 51
+    (finding,) = entry["violations"]
+    assert (finding["first_call"], finding["last_call"], finding["calls"]) == (1, 50, 50)
+    assert finding["code"] == "dangling_tool_use"
+    assert (finding["message_index"], finding["block_index"]) == (1, 0)
+    code, out, _ = run(path)
+    assert code == 1
+    assert out.count("dangling_tool_use") == 1
+    assert "calls 1-50" in out
+    assert "51 calls, 1 finding (50 violations)" in out
+
+
+def test_a_finding_that_goes_away_and_comes_back_is_two_runs() -> None:
+    def at(call: int, session: int = 0) -> CallViolation:
+        return CallViolation(
+            call=call, code="x", message_index=1, block_index=0, detail="d", session=session
+        )
+
+    runs = group_findings([at(0), at(1), at(3), at(4, session=1), at(5, session=1)])
+    assert [(f.first_call, f.last_call, f.calls) for f in runs] == [(0, 1, 2), (3, 3, 1), (4, 5, 2)]
+
+
+def test_a_folder_is_read_and_files_no_reader_takes_are_listed_as_skipped(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.jsonl").write_bytes(CLEAN.read_bytes())
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.jsonl").write_bytes(DANGLING.read_bytes())
+    (tmp_path / "notes.json").write_text('{"hello": 1}', encoding="utf-8")
+    code, doc = run_json(tmp_path)
+    assert code == 1
+    assert [Path(f["path"]).name for f in doc["files"]] == ["a.jsonl", "b.jsonl"]
+    (skipped,) = doc["skipped_files"]
+    assert skipped["path"] == str(tmp_path / "notes.json")
+    assert "not a recognised session format" in skipped["reason"]
+    code, out, err = run(tmp_path)
+    assert code == 1
+    assert f"skipped {tmp_path / 'notes.json'}" in out
+    assert "Traceback" not in out + err
+
+
+def test_a_folder_without_session_files_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text('{"hello": 1}', encoding="utf-8")
+    code, _, err = run(tmp_path)
+    assert code == 2
+    assert f"no session file found in {tmp_path}" in err
 
 
 def test_unreadable_file_wins_over_violations() -> None:
@@ -118,17 +205,16 @@ def test_lenient_lists_each_skipped_line() -> None:
         assert f"skipped line {line}:" in out
 
 
-def test_missing_file_directory_and_binary_file_exit_2_without_traceback(tmp_path: Path) -> None:
+def test_missing_file_and_binary_file_exit_2_without_traceback(tmp_path: Path) -> None:
     binary = tmp_path / "blob.jsonl"
     binary.write_bytes(bytes(range(256)) * 4)
     missing = tmp_path / "missing.jsonl"
-    code, doc = run_json(missing, tmp_path, binary)
+    code, doc = run_json(missing, binary)
     assert code == 2
     errors = [f["error"] for f in doc["files"]]
     assert errors[0] == f"{missing}: no such file"
-    assert errors[1] == f"{tmp_path}: not a regular file"
-    assert str(binary) in errors[2]
-    code, out, err = run(missing, tmp_path, binary)
+    assert str(binary) in errors[1]
+    code, out, err = run(missing, binary)
     assert code == 2
     assert "Traceback" not in out + err
     assert "no such file" in err

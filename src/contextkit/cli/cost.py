@@ -2,8 +2,10 @@
 
 Three modes:
 
-- ``contextkit cost PATH... [--lenient]``: files or folders of recorded sessions (subagents priced
-  into their parent's ticket);
+- ``contextkit cost [PATH...] [--all] [--lenient]``: files or folders of recorded sessions
+  (subagents priced into their parent's ticket); with no path (and no ``--profile``), or
+  ``--all``, the sessions found in every harness's default locations
+  (:mod:`contextkit.cli._paths`; nothing found there prices nothing and exits 0);
 - ``contextkit cost --profile profile.toml [--tickets N] [--seed S]``: Monte Carlo on a workload
   profile, with the closed form beside it;
 - ``contextkit cost --fit PATH... -o profile.toml``: fit a profile to recordings and write it.
@@ -30,6 +32,7 @@ import typer
 from rich.table import Table
 
 from contextkit.cli._app import app, console, console_error, print_json
+from contextkit.cli._paths import select_paths
 from contextkit.errors import ConfigError, ContextkitError
 from contextkit.estimate import (
     CacheMode,
@@ -65,8 +68,16 @@ def _cache(value: str | None) -> CacheMode | None:
 @app.command("cost")
 def cost_command(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Session files or folders.", show_default=False)
+        list[Path] | None,
+        typer.Argument(
+            help="Session files or folders (none, without --profile: every harness's default "
+            "locations).",
+            show_default=False,
+        ),
     ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Also every harness's default locations.")
+    ] = False,
     profile: Annotated[
         Path | None, typer.Option("--profile", help="Workload profile TOML.")
     ] = None,
@@ -108,10 +119,17 @@ def cost_command(
             strategy=strategy,
             model=model,
         )
+        named = list(paths or [])
+        if profile is None and not fit and (every or not named):
+            named += select_paths(None, every=True).files  # discovery only: named read below
+            if not named:  # discovery found nothing (and said so): nothing to price
+                if json_out:
+                    print_json({"tickets": 0})
+                return
         if fit:
-            _fit(paths or [], output, lenient, json_out)
+            _fit(named, output, lenient, json_out)
             return
-        report = _report(paths or [], profile, what, tickets, seed, lenient)
+        report = _report(named, profile, what, tickets, seed, lenient)
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None

@@ -1,9 +1,13 @@
-"""``contextkit inspect FILE... [--json] [--model M] [--plot OUT.png] [--lenient] [--cache]``:
-where each session's context went and what it cost; ``--cache`` adds the cache doctor (the cause
-of every recorded cache write, with tokens and dollars). Parses, calls
+"""``contextkit inspect [PATH...] [--all] [--json] [--model M] [--plot OUT.png] [--lenient]
+[--cache]``: where each session's context went and what it cost; ``--cache`` adds the cache doctor
+(the cause of every recorded cache write, with tokens and dollars). Parses, calls
 :func:`contextkit.accounting.inspect_session` per session, prints rich tables (or one JSON
-document),
-and saves the plots when asked.
+document), and saves the plots when asked.
+
+Paths are files or folders (a folder: every file a reader recognises; the others listed on stderr
+as skipped). With no path, or ``--all``, the default locations of every harness are searched (see
+:mod:`contextkit.cli._paths`): a line per location says what was found where; nothing found there
+prints no session and exits 0.
 
 An unknown model's cost shows as ``unknown`` (JSON null) with one warning on stderr per model.
 """
@@ -28,6 +32,7 @@ from contextkit.accounting import (
 )
 from contextkit.accounting.plots import save_session_plots
 from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.cli._paths import print_skipped, select_paths
 from contextkit.formats import load
 from contextkit.pricing import format_cost
 
@@ -156,7 +161,16 @@ def _cache_events(diagnosis: CacheDiagnosis, top: int = 5) -> str:
 
 @app.command("inspect")
 def inspect_command(
-    files: Annotated[list[Path], typer.Argument(help="Session files (any supported format).")],
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Session files or folders (none: every harness's default locations).",
+            show_default=False,
+        ),
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Also every harness's default locations.")
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     model: Annotated[
         str | None, typer.Option("--model", help="Price and count as this model.")
@@ -176,7 +190,13 @@ def inspect_command(
     ] = False,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
-    reports = inspect_files(files, model, lenient)
+    selection = select_paths(files, every)
+    print_skipped(selection.skipped)
+    reports = inspect_files(list(selection.files), model, lenient)
+    if not selection.files:  # discovery found nothing (and said so)
+        if json_out:
+            print_json({"sessions": []})
+        return
     if plot is not None:
         save_session_plots([r.ledger for r in reports], plot)
     doctor = [diagnose_cache(r.session) if cache else None for r in reports]

@@ -1,4 +1,8 @@
-"""``contextkit replay`` and ``contextkit compare``: strategies scored on recorded sessions."""
+"""``contextkit replay`` and ``contextkit compare``: strategies scored on recorded sessions.
+
+``compare [PATH...] [--all]`` takes files and folders; with no path, or ``--all``, the default
+locations of every harness are searched (:mod:`contextkit.cli._paths`; nothing found there
+compares nothing and exits 0)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.cli._paths import select_paths
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.formats.anthropic import write_requests_jsonl
@@ -21,7 +26,6 @@ from contextkit.replay import (
     ASSUMPTION,
     Replay,
     compare,
-    find_session_files,
     markdown_table,
     run_strategy,
     with_default_model,
@@ -129,7 +133,16 @@ def _print_replay(result: Replay, baseline: Replay, sessions: int) -> None:
 
 @app.command("compare")
 def compare_command(
-    paths: Annotated[list[Path], typer.Argument(help="Session files or folders.")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Session files or folders (none: every harness's default locations).",
+            show_default=False,
+        ),
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Also every harness's default locations.")
+    ] = False,
     strategy: Annotated[
         list[str] | None,
         typer.Option("--strategy", "-s", help="Repeatable; default: as-recorded and every preset."),
@@ -145,11 +158,11 @@ def compare_command(
 ) -> None:
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
-    found = find_session_files(paths)
-    if not found.files:
-        raise ContextkitError(
-            "no session file found in " + ", ".join(map(str, paths)) + _skipped_hint(found.skipped)
-        )
+    found = select_paths(paths, every)
+    if not found.files:  # discovery found nothing (and said so): nothing to compare
+        if as_json:
+            print_json({"results": [], "errors": [], "skipped": [], "skipped_records": []})
+        return
     with Progress(console=err_console, transient=True, disable=as_json or markdown) as progress:
         task = progress.add_task("replaying", total=len(found.files))
         results = compare(
@@ -183,7 +196,7 @@ def compare_command(
             }
         )
     elif markdown:
-        root = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+        root = paths[0] if paths and len(paths) == 1 and paths[0].is_dir() else None
         sys.stdout.write(markdown_table(rows, root))
     else:
         _print_compare(rows, errors, found.skipped)
@@ -228,7 +241,3 @@ def _common_folder(paths: list[str]) -> str:
         return os.path.commonpath([os.path.dirname(p) for p in paths])
     except ValueError:  # relative and absolute paths mixed, or other drives
         return ""
-
-
-def _skipped_hint(skipped: tuple[tuple[str, str], ...]) -> str:
-    return f" ({len(skipped)} file(s) not recognised, e.g. {skipped[0][1]})" if skipped else ""

@@ -13,13 +13,15 @@ most specific first.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Protocol
 
 from contextkit.errors import ContextkitError, FormatError, UnknownFormatError
 from contextkit.formats._io import read_head
+from contextkit.formats._locations import Discovered, Location, candidates, default_locations
 from contextkit.session import LoadedFile
 
 
@@ -130,4 +132,48 @@ def load_many(paths: Sequence[str | Path], *, lenient: bool = False) -> list[Loa
     return [load(p, lenient=lenient) for p in paths]
 
 
-__all__ = ["FormatReader", "detect", "format_names", "load", "load_many", "readers"]
+def look_in(location: Location) -> Discovered:
+    """The files at ``location`` that its harness's reader takes; the others (no reader, or
+    another reader) listed as skipped with the reason. Never raises for what it finds."""
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for path in candidates(location):
+        try:
+            name = detect(path).name
+        except ContextkitError as exc:
+            skipped.append((str(path), str(exc)))
+            continue
+        if name == location.format:
+            files.append(path)
+        else:
+            skipped.append((str(path), f"read as {name}, not {location.format}"))
+    return Discovered(
+        location.harness, location.format, location.path, tuple(files), tuple(skipped)
+    )
+
+
+def discover(
+    home: Path,
+    env: Mapping[str, str],
+    *,
+    cwd: Path | None = None,
+    platform: str = sys.platform,
+) -> tuple[Discovered, ...]:
+    """What each of :func:`default_locations` holds, in table order (empty ones included): the
+    sessions of every supported harness on a machine with this home and environment."""
+    return tuple(look_in(loc) for loc in default_locations(home, env, cwd=cwd, platform=platform))
+
+
+__all__ = [
+    "Discovered",
+    "FormatReader",
+    "Location",
+    "default_locations",
+    "detect",
+    "discover",
+    "format_names",
+    "load",
+    "load_many",
+    "look_in",
+    "readers",
+]
