@@ -41,7 +41,7 @@ from typing import Any, Literal, TypeGuard
 from pydantic import ValidationError, field_validator
 
 from contextkit.errors import ContextkitError, FormatError
-from contextkit.formats._io import Skips, iter_jsonl, load_json
+from contextkit.formats._io import Skips, iter_jsonl, load_json, sniff_records
 from contextkit.formats.sse import StreamError, assemble_stream
 from contextkit.messages import (
     SERVER_TOOL_RESULT_TYPES,
@@ -356,7 +356,7 @@ def read_first_object(path: Path) -> dict[str, Any] | None:
 def _sniff(path: Path, head: str) -> bool:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        return is_anthropic_record(read_first_object(path))
+        return sniff_records(path, is_anthropic_record)
     if suffix != ".json" or not head.lstrip().startswith(("{", "[")):
         return False
     try:
