@@ -27,22 +27,22 @@ from contextkit.accounting import (
     report_json,
 )
 from contextkit.accounting.plots import save_session_plots
-from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.formats import load
 from contextkit.pricing import format_cost
 
 
 def inspect_files(
-    paths: list[Path], model: str | None, lenient: bool = False
+    paths: list[Path], model: str | None, lenient: bool = False, format: str | None = None
 ) -> list[SessionReport]:
     """Every session (subagents included) of every file, inspected; warnings shown once each.
     Strict by default (a bad record is an error naming file and line); ``lenient`` skips bad
-    records and lists each one on stderr."""
+    records and lists each one on stderr. ``format`` forces a reader (else detected)."""
     reports: list[SessionReport] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for path in paths:
-            loaded = load(path, lenient=lenient)
+            loaded = load(path, lenient=lenient, format=format)
             for skip in loaded.skipped:
                 err_console.print(
                     f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
@@ -174,9 +174,10 @@ def inspect_command(
             help="The cache doctor: why each recorded cache write happened, and its cost.",
         ),
     ] = False,
+    format_name: FormatOption = None,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
-    reports = inspect_files(files, model, lenient)
+    reports = inspect_files(files, model, lenient, format_name)
     if plot is not None:
         save_session_plots([r.ledger for r in reports], plot)
     doctor = [diagnose_cache(r.session) if cache else None for r in reports]
