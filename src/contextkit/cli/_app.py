@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+
+from contextkit.formats import format_names
 
 app = typer.Typer(
     name="contextkit",
@@ -41,3 +43,21 @@ def console_error(message: str) -> None:
 def print_json(value: Any) -> None:
     """JSON for scripts: one document on stdout, nothing else."""
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _check_format(value: str | None) -> str | None:
+    """``--format``: None (detect) or a reader's name; an unknown name lists the known ones."""
+    if value is not None and value not in format_names():
+        raise typer.BadParameter(f"unknown format {value!r} (known: {', '.join(format_names())})")
+    return value
+
+
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Read with this reader instead of detecting the format.",
+        callback=_check_format,
+    ),
+]
+"""The ``--format NAME`` option of every command that reads session files."""

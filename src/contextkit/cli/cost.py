@@ -31,7 +31,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from contextkit.cli._app import app, console, console_error, print_json
+from contextkit.cli._app import FormatOption, app, console, console_error, print_json
 from contextkit.cli._paths import select_paths
 from contextkit.errors import ConfigError, ContextkitError
 from contextkit.estimate import (
@@ -107,6 +107,7 @@ def cost_command(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")] = None,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
+    format_name: FormatOption = None,
 ) -> None:
     """Cost per ticket, its distribution and breakdown, and what-ifs against it."""
     try:
@@ -127,9 +128,9 @@ def cost_command(
                     print_json({"tickets": 0})
                 return
         if fit:
-            _fit(named, output, lenient, json_out)
+            _fit(named, output, lenient, json_out, format_name)
             return
-        report = _report(named, profile, what, tickets, seed, lenient)
+        report = _report(named, profile, what, tickets, seed, lenient, format_name)
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
@@ -148,6 +149,7 @@ def _report(
     tickets: int | None,
     seed: int | None,
     lenient: bool,
+    format_name: str | None = None,
 ) -> CostReport:
     if profile is not None:
         if paths:
@@ -155,13 +157,19 @@ def _report(
         return estimate_from_profile(load_profile(profile), what, tickets=tickets, seed=seed)
     if not paths:
         raise ConfigError("nothing to estimate: give session PATHs or --profile FILE")
-    return estimate_recordings(paths, what, lenient=lenient)
+    return estimate_recordings(paths, what, lenient=lenient, format=format_name)
 
 
-def _fit(paths: list[Path], output: Path | None, lenient: bool, json_out: bool) -> None:
+def _fit(
+    paths: list[Path],
+    output: Path | None,
+    lenient: bool,
+    json_out: bool,
+    format_name: str | None = None,
+) -> None:
     if not paths or output is None:
         raise ConfigError("--fit needs session PATHs and -o profile.toml")
-    fitted = fit_profile(collect_tickets(paths, lenient=lenient).tickets)
+    fitted = fit_profile(collect_tickets(paths, lenient=lenient, format=format_name).tickets)
     output.write_text(dump_profile(fitted), encoding="utf-8")
     if json_out:
         print_json({"profile": str(output), **fitted.model_dump(mode="json", by_alias=True)})

@@ -31,23 +31,23 @@ from contextkit.accounting import (
     report_json,
 )
 from contextkit.accounting.plots import save_session_plots
-from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import print_skipped, select_paths
 from contextkit.formats import load
 from contextkit.pricing import format_cost
 
 
 def inspect_files(
-    paths: list[Path], model: str | None, lenient: bool = False
+    paths: list[Path], model: str | None, lenient: bool = False, format: str | None = None
 ) -> list[SessionReport]:
     """Every session (subagents included) of every file, inspected; warnings shown once each.
     Strict by default (a bad record is an error naming file and line); ``lenient`` skips bad
-    records and lists each one on stderr."""
+    records and lists each one on stderr. ``format`` forces a reader (else detected)."""
     reports: list[SessionReport] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for path in paths:
-            loaded = load(path, lenient=lenient)
+            loaded = load(path, lenient=lenient, format=format)
             for skip in loaded.skipped:
                 err_console.print(
                     f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
@@ -188,11 +188,12 @@ def inspect_command(
             help="The cache doctor: why each recorded cache write happened, and its cost.",
         ),
     ] = False,
+    format_name: FormatOption = None,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
     selection = select_paths(files, every)
     print_skipped(selection.skipped)
-    reports = inspect_files(list(selection.files), model, lenient)
+    reports = inspect_files(list(selection.files), model, lenient, format_name)
     if not selection.files:  # discovery found nothing (and said so)
         if json_out:
             print_json({"sessions": []})

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from contextkit.cli._app import app, console, err_console, print_json
+from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import select_paths
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
@@ -88,9 +88,10 @@ def replay_command(
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
     lenient: _Lenient = False,
     model: _Model = None,
+    format_name: FormatOption = None,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
-    loaded = load(file, lenient=lenient)
+    loaded = load(file, lenient=lenient, format=format_name)
     if not loaded.sessions or not loaded.sessions[0].calls:
         raise ContextkitError(f"{file}: no model calls to replay")
     session = with_default_model(loaded.sessions[0], model)

@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.markup import escape
 from rich.table import Table
 
-from contextkit.cli._app import app, console, console_error, print_json
+from contextkit.cli._app import FormatOption, app, console, console_error, print_json
 from contextkit.cli._paths import select_paths
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
@@ -146,10 +146,13 @@ class FileReport(BaseModel):
         return out
 
 
-def check_file(path: Path, *, lenient: bool = False, rules: Rules | None = None) -> FileReport:
-    """Read ``path`` and validate the request of every call in it."""
+def check_file(
+    path: Path, *, lenient: bool = False, rules: Rules | None = None, format: str | None = None
+) -> FileReport:
+    """Read ``path`` (with the ``format`` reader, else detected) and validate the request of every
+    call in it."""
     try:
-        loaded = load(path, lenient=lenient)
+        loaded = load(path, lenient=lenient, format=format)
     except ContextkitError as exc:
         return FileReport(path=str(path), error=str(exc))
     except Exception as exc:
@@ -213,6 +216,7 @@ def validate_command(
             help=f"Rule set: auto (by each session's model), {', '.join(PROVIDER_RULES)}.",
         ),
     ] = "auto",
+    format_name: FormatOption = None,
 ) -> None:
     """Check every model call's request against the provider's rules (tool pairing, roles,
     empty content, thinking signatures)."""
@@ -222,7 +226,9 @@ def validate_command(
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
-    reports = [check_file(p, lenient=lenient, rules=rules) for p in selection.files]
+    reports = [
+        check_file(p, lenient=lenient, rules=rules, format=format_name) for p in selection.files
+    ]
     if json_out:
         skipped = [{"path": p, "reason": r} for p, r in selection.skipped]
         print_json({"files": [r.to_json() for r in reports], "skipped_files": skipped})

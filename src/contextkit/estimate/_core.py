@@ -97,15 +97,18 @@ def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     return out
 
 
-def collect_tickets(paths: Iterable[str | Path], *, lenient: bool = False) -> Tickets:
-    """Read every session file under ``paths`` and group sessions into tickets."""
+def collect_tickets(
+    paths: Iterable[str | Path], *, lenient: bool = False, format: str | None = None
+) -> Tickets:
+    """Read every session file under ``paths`` (with the ``format`` reader, else detected) and
+    group sessions into tickets."""
     mains: list[Session] = []
     subs: list[Session] = []
     skipped: list[SkippedRecord] = []
     notes: list[str] = []
     for path, named in _files(paths):
         try:
-            loaded = load(path, lenient=lenient)
+            loaded = load(path, lenient=lenient, format=format)
         except UnknownFormatError as exc:
             if named:
                 raise

@@ -231,10 +231,15 @@ def recording_changes(what: WhatIfs, tickets: Sequence[Ticket]) -> list[Change]:
 
 
 def estimate_recordings(
-    paths: Sequence[str | Path], what: WhatIfs = WhatIfs(), *, lenient: bool = False
+    paths: Sequence[str | Path],
+    what: WhatIfs = WhatIfs(),
+    *,
+    lenient: bool = False,
+    format: str | None = None,
 ) -> CostReport:
-    """Cost per ticket of the recorded sessions under ``paths``, and each what-if."""
-    read = collect_tickets(paths, lenient=lenient)
+    """Cost per ticket of the recorded sessions under ``paths`` (read with the ``format`` reader,
+    else detected), and each what-if."""
+    read = collect_tickets(paths, lenient=lenient, format=format)
     tickets = read.tickets
     if not tickets:
         raise ConfigError("no session with model calls found in: " + ", ".join(map(str, paths)))

@@ -13,7 +13,7 @@ values do not all parse is still an error naming the line (and the column where 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,3 +128,68 @@ def first_json_object(head: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+SNIFF_RECORDS = 16
+"""How many JSONL records a reader may look at to tell its format from a neutral first call."""
+_LINE_LIMIT = 256 * 1024 * 1024
+_PLAIN_KEYS = frozenset(
+    {"model", "messages", "stream", "temperature", "top_p", "max_tokens", "metadata"}
+)
+"""Request fields the Anthropic and the OpenAI chat forms share, name and meaning alike."""
+
+
+def head_objects(path: Path, limit: int = SNIFF_RECORDS) -> list[object]:
+    """The first ``limit`` non-blank lines of a JSONL file, parsed (for sniffing).
+
+    Whole lines are read, even past the sniffing head: request bodies with a whole conversation are
+    often longer than the head. Reading stops at the first line that is not valid JSON.
+    """
+    out: list[object] = []
+    try:
+        with path.open("rb") as fh:
+            for raw in iter(lambda: fh.readline(_LINE_LIMIT), b""):
+                if raw.strip():
+                    out.append(json.loads(raw.decode("utf-8")))
+                    if len(out) >= limit:
+                        break
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    return out
+
+
+def is_plain_text_body(value: object) -> bool:
+    """A request body both the Anthropic and the OpenAI chat forms write alike: user/assistant
+    messages of plain text and no form-specific field (a first call without a system prompt)."""
+    if not isinstance(value, dict) or not set(value) - {"tools"} <= _PLAIN_KEYS:
+        return False
+    if value.get("tools", []) != []:
+        return False
+    messages = value.get("messages")
+    return isinstance(messages, list) and all(_plain_message(m) for m in messages)
+
+
+def _plain_message(message: object) -> bool:
+    if not isinstance(message, dict) or set(message) != {"role", "content"}:
+        return False
+    content = message["content"]
+    if message["role"] not in ("user", "assistant"):
+        return False
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(b, dict) and set(b) == {"type", "text"} and b["type"] == "text" for b in content
+    )
+
+
+def sniff_records(
+    path: Path, decides: Callable[[object], bool], *, plain_only: bool = False
+) -> bool:
+    """True when, among the first records of a JSONL file, the first that is not a neutral plain
+    text body satisfies ``decides``. A file of neutral bodies only is claimed when ``plain_only``
+    (by the reader of last resort), else left to other readers."""
+    values = head_objects(path)
+    for value in values:
+        if not is_plain_text_body(value):
+            return decides(value)
+    return plain_only and bool(values)

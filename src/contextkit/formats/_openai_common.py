@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contextkit.formats._chat_messages import META, System
-from contextkit.formats._io import HEAD_BYTES, Skips, first_json_object, iter_jsonl
+from contextkit.formats._io import HEAD_BYTES, Skips, iter_jsonl, sniff_records
 from contextkit.formats._jsondoc import load_doc
 from contextkit.messages import Conversation, Message, Tool
 from contextkit.session import Call, LoadedFile, Record, Session, Usage
@@ -210,12 +210,15 @@ class RequestFileReader:
     is_transcript: Callable[[object], bool]
     record_call: Callable[[Mapping[str, Any], int | None], Call]
     transcript: Callable[[Any], tuple[Call, ...]]
+    plain_bodies: bool = False
+    """Claim a ``.jsonl`` of plain text bodies only (ambiguous between the request forms, read
+    alike by either): the reader of last resort does, so every ``convert`` output is read."""
 
     def sniff(self, path: Path, head: str) -> bool:
         if path.name.endswith((".traj.json", ".traj")):
             return False
         if path.suffix == ".jsonl":
-            return self.is_record(first_json_object(head))
+            return sniff_records(path, self.is_record, plain_only=self.plain_bodies)
         if path.suffix != ".json":
             return False
         value = _whole_json(path, head)

@@ -28,7 +28,10 @@ Anthropic-only field (``thinking``, ``top_k``, ``stop_sequences``...), a block t
 ``text`` (``tool_use``, ``tool_result``, ``image``, ``thinking``...), a ``cache_control`` on a
 block, or a tool with ``input_schema``. A body with neither mark (plain user/assistant text) is
 ambiguous and is left to other readers, unless it is in a pair whose response is an Anthropic
-message or stream. ``load(path, format="anthropic")`` reads ambiguous files all the same.
+message or stream. A ``.jsonl`` file is judged by its first record that is not such a plain
+body (a first call without a system prompt, as ``convert`` writes for Claude Code sessions), among
+its first few records; a file of plain bodies only goes to ``openai-chat``, which reads it alike.
+``load(path, format="anthropic")`` reads ambiguous files all the same.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any, Literal, TypeGuard
 from pydantic import ValidationError, field_validator
 
 from contextkit.errors import ContextkitError, FormatError
-from contextkit.formats._io import Skips, iter_jsonl, load_json
+from contextkit.formats._io import Skips, iter_jsonl, load_json, sniff_records
 from contextkit.formats.sse import StreamError, assemble_stream
 from contextkit.messages import (
     SERVER_TOOL_RESULT_TYPES,
@@ -356,7 +359,7 @@ def read_first_object(path: Path) -> dict[str, Any] | None:
 def _sniff(path: Path, head: str) -> bool:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        return is_anthropic_record(read_first_object(path))
+        return sniff_records(path, is_anthropic_record)
     if suffix != ".json" or not head.lstrip().startswith(("{", "[")):
         return False
     try:

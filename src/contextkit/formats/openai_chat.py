@@ -179,6 +179,7 @@ READER = RequestFileReader(
     is_transcript=is_chat_message_list,
     record_call=call_from_record,
     transcript=_transcript,
+    plain_bodies=True,
 )
 """Files of Chat Completions requests, request/response pairs or chat messages."""
 
