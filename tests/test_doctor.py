@@ -100,8 +100,10 @@ def test_model_switch() -> None:
 
 
 def test_harness_reset_the_reader_saw() -> None:
-    found = _causes(_two(_u(0, 5700), cache_reset="system"))
-    assert found["harness reset"] == 5000
+    session = _two(_u(0, 5700), cache_reset="system")
+    assert _causes(session)["harness reset"] == 5000
+    (event,) = [e for e in _diagnose(session).calls[1].events if e.cause == "harness reset"]
+    assert not event.inferred  # the reader saw it: no inference from the reads
 
 
 def test_compaction() -> None:
@@ -164,6 +166,7 @@ def test_reset_inferred_from_where_the_read_stopped() -> None:
     diagnosis = _diagnose(session)
     (event,) = [e for e in diagnosis.calls[2].events if e.cause == "harness reset"]
     assert event.detail.startswith("inferred from the reads")
+    assert event.inferred
 
 
 def test_unexplained_when_nothing_accounts_for_it() -> None:

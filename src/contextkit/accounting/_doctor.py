@@ -76,6 +76,8 @@ class CacheEvent:
     tokens: int
     usd: float | None
     detail: str = ""
+    inferred: bool = False
+    """The cause was inferred from the recorded reads (a harness reset no file record shows)."""
 
 
 @dataclass(frozen=True)
@@ -208,8 +210,6 @@ def _shared(prev: Call | None, call: Call, counter: TokenCounter, hidden: int) -
     cause, detail, keep = change
     head = call.request.with_messages(call.request.messages[:keep])
     counted = hidden + counter.count_conversation(head) if keep or hidden else 0
-    if cause == "prefix changed" and detail.startswith("the "):  # tools or system: nothing kept
-        counted = 0
     return _Shared(cached, min(counted, cached), (cause, detail), True)
 
 
@@ -224,11 +224,13 @@ def _diagnose(
     events: list[CacheEvent] = []
     left = written
 
-    def put(cause: str, tokens: int, rate: float | None, detail: str = "") -> None:
+    def put(
+        cause: str, tokens: int, rate: float | None, detail: str = "", guess: bool = False
+    ) -> None:
         nonlocal left
         tokens = min(tokens, left)
         if tokens > 0:
-            events.append(CacheEvent(i, cause, tokens, _usd(tokens, rate), detail))
+            events.append(CacheEvent(i, cause, tokens, _usd(tokens, rate), detail, guess))
             left -= tokens
 
     whole = _whole_cache_event(session, i, call, prev)
@@ -242,31 +244,33 @@ def _diagnose(
             put(cause, shared.cached - max(shared.servable, read), extra, detail)
         shortfall = max(shared.servable - read, 0)
         if shortfall and prev is not None:
-            cause, detail = _miss(session, i, call, hidden)
-            put(cause, shortfall, extra, detail)
+            cause, detail, guess = _miss(session, i, call, hidden)
+            put(cause, shortfall, extra, detail, guess)
     put(FIRST if i == 0 else NEW, left, write_rate)
     return CallCache(i, written, read, usage.total_input, shared.servable, shortfall, tuple(events))
 
 
-def _miss(session: Session, i: int, call: Call, hidden: int) -> tuple[str, str]:
+def _miss(session: Session, i: int, call: Call, hidden: int) -> tuple[str, str, bool]:
     """Why a call read less than the cache could serve it, when nothing the file shows
     invalidated it: the route, or a change of the levels the file omits, inferred from where
     the read stopped against the hidden system prompt and tools."""
     if call.model_info.route is not None:
-        return "routing", _fallback(session, i, call)
+        return "routing", _fallback(session, i, call), False
     read = _usage(call).cache_read
     if hidden and read < NOTHING_READ:
-        return "harness reset", (
+        detail = (
             "inferred from the reads: nothing was read though the file shows the prefix "
             "unchanged: the harness changed its system prompt or tools (system level)"
         )
+        return "harness reset", detail, True
     if hidden and read <= hidden + max(HIDDEN_MARGIN * hidden, HIDDEN_MARGIN_TOKENS):
-        return "harness reset", (
+        detail = (
             f"inferred from the reads: the read stopped at {read} tokens, inside the "
             f"{hidden}-token prefix the file omits: the harness changed the cached messages "
             "(messages level)"
         )
-    return "unexplained", ""
+        return "harness reset", detail, True
+    return "unexplained", "", False
 
 
 def _usd(tokens: int, rate: float | None) -> float | None:
@@ -416,7 +420,14 @@ def diagnosis_json(diagnosis: CacheDiagnosis, events: bool = True) -> dict[str, 
     }
     if events:
         doc["events"] = [
-            {"call": e.call, "cause": e.cause, "tokens": e.tokens, "usd": e.usd, "detail": e.detail}
+            {
+                "call": e.call,
+                "cause": e.cause,
+                "tokens": e.tokens,
+                "usd": e.usd,
+                "detail": e.detail,
+                "inferred": e.inferred,
+            }
             for c in diagnosis.calls
             for e in c.events
         ]

@@ -134,8 +134,8 @@ def fit_miss_model(sessions: Iterable[Session], data: Sequence[str] = ()) -> Mis
                 row = servable.setdefault(call.route, [0, 0, 0])
                 row[0], row[1], row[2] = row[0] + 1, row[1] + found.servable, row[2] + lost
             elif opens_turn(call.request):
-                inferred = causes.get("harness reset")
-                hit = inferred is not None and inferred.detail.startswith("inferred")
+                reset = causes.get("harness reset")
+                hit = reset is not None and reset.inferred
                 row = turns.setdefault(session.format, [0, 0])
                 row[0], row[1] = row[0] + 1, row[1] + hit
                 if hit and diagnosis.hidden_tokens:
