@@ -1,4 +1,5 @@
-"""``contextkit convert FILE --to anthropic|openai-chat|openai-responses [-o OUT] [--lenient]``.
+"""``contextkit convert FILE --to FORM [-o OUT] [--lenient]``: FORM is anthropic, openai-chat,
+openai-responses or atif.
 
 Loads any supported file (format detected), converts the request of every call with
 :func:`contextkit.formats.convert.convert_file`, and writes JSONL: one request body per line, one
@@ -7,6 +8,11 @@ call, in call order (subagent sessions after their parent). Output goes to ``OUT
 What the target form cannot carry is reported on stderr, grouped by warning code with a count and
 the first place it happened; records a lenient read skipped are listed there too. Bad input exits
 with code 2 and a message naming file and line.
+
+``--to atif`` writes each session as one ATIF document (Harbor's Agent Trajectory Interchange
+Format, with each call's recorded cost in ``metrics.cost_usd``): to ``OUT``, its subagents beside
+it as ``OUT-STEM.subN.json`` (referenced from the parent); a file of several sessions as
+``OUT-STEM-K.json``. Stdout takes a file of one session without subagents.
 """
 
 from __future__ import annotations
@@ -16,19 +22,24 @@ import sys
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
 
 from contextkit.cli._app import app, err_console
 from contextkit.errors import ContextkitError
-from contextkit.formats.convert import ConversionWarning, convert_file
+from contextkit.formats import load
+from contextkit.formats.atif import to_atif
+from contextkit.formats.convert import ConversionWarning, Target, convert_file
+from contextkit.pricing import call_cost
+from contextkit.session import Session
 
 
 class TargetName(StrEnum):
     anthropic = "anthropic"
     openai_chat = "openai-chat"
     openai_responses = "openai-responses"
+    atif = "atif"
 
 
 class OutputError(ContextkitError):
@@ -48,8 +59,12 @@ def convert_command(
         bool, typer.Option("--lenient", help="Skip bad records (listed on stderr).")
     ] = False,
 ) -> None:
-    """Convert every call's request to another API's form: one JSON body per line."""
-    converted = convert_file(file, to.value, lenient=lenient)
+    """Convert every call's request to another API's form (one JSON body per line), or a whole
+    session to ATIF (one JSON document)."""
+    if to is TargetName.atif:
+        _convert_to_atif(file, output, lenient)
+        return
+    converted = convert_file(file, cast(Target, to.value), lenient=lenient)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in converted.requests)
     if output is None:
         sys.stdout.write(text)
@@ -66,6 +81,59 @@ def convert_command(
         f"{len(converted.requests)} request(s) from {converted.source_format} to {to.value}",
         highlight=False,
     )
+
+
+def _convert_to_atif(file: Path, output: Path | None, lenient: bool) -> None:
+    loaded = load(file, lenient=lenient)
+    sessions = loaded.sessions
+    if output is None and (len(sessions) != 1 or sessions[0].subagents):
+        raise OutputError(
+            f"{file}: {len(sessions)} session(s) with subagents or several sessions need "
+            "--output (each is its own ATIF file)"
+        )
+    warnings: list[ConversionWarning] = []
+    written: list[str] = []
+    for index, session in enumerate(sessions):
+        target = output
+        if output is not None and len(sessions) > 1:
+            target = output.with_name(f"{output.stem}-{index}{output.suffix or '.json'}")
+        warnings.extend(_write_atif(session, target, written))
+    for record in loaded.skipped:
+        err_console.print(f"[yellow]skipped:[/] {record.path}:{record.line}: {record.reason}")
+    for line in summarise(tuple(warnings)):
+        err_console.print(f"[yellow]warning:[/] {line}", highlight=False, markup=True)
+    calls = sum(len(s.calls) for top in sessions for s in top.all_sessions())
+    where = ", ".join(written) if written else "stdout"
+    err_console.print(
+        f"{calls} call(s) from {loaded.format} to atif: {where}", highlight=False, soft_wrap=True
+    )
+
+
+def _write_atif(session: Session, target: Path | None, written: list[str]) -> list[Any]:
+    """``session`` (and its subagents, beside it) as ATIF; the warnings, located by file."""
+    subs: dict[str, str] = {}
+    if target is not None:
+        for i, sub in enumerate(session.subagents):
+            subs[sub.session_id or f"sub{i}"] = f"{target.stem}.sub{i}{target.suffix or '.json'}"
+    costs = [
+        call_cost(c.model_info, c.usage, c.timestamp) if c.usage is not None else None
+        for c in session.calls
+    ]
+    doc, found = to_atif(session, costs=costs, subagent_paths=subs)
+    text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    if target is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        written.append(str(target))
+    out = list(found)
+    for i, sub in enumerate(session.subagents):
+        sub_path = None if target is None else target.with_name(subs[sub.session_id or f"sub{i}"])
+        out.extend(_write_atif(sub, sub_path, written))
+    return out
 
 
 def summarise(warnings: tuple[ConversionWarning, ...]) -> list[str]:

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.formats._chat_messages import META, meta_of
+from contextkit.formats._warnings import ConversionError, ConversionWarning
+from contextkit.formats._warnings import WarningLog as _Log
 from contextkit.formats.anthropic import from_anthropic_request, to_anthropic_request
 from contextkit.formats.openai_chat import parse_chat_request, to_chat_request
 from contextkit.formats.openai_responses import parse_responses_request, to_responses_request
@@ -51,26 +52,6 @@ from contextkit.session import Record
 Target = Literal["anthropic", "openai-chat", "openai-responses"]
 TARGETS: tuple[Target, ...] = ("anthropic", "openai-chat", "openai-responses")
 _API = {"openai-chat": "chat", "openai-responses": "responses"}
-
-
-class ConversionError(ContextkitError):
-    """The conversation cannot be written in the target form at all."""
-
-
-class ConversionWarning(Record):
-    """Something the target form cannot carry, and where it was."""
-
-    code: str
-    location: str
-    detail: str
-
-
-class _Log:
-    def __init__(self) -> None:
-        self.items: list[ConversionWarning] = []
-
-    def add(self, code: str, location: str, detail: str) -> None:
-        self.items.append(ConversionWarning(code=code, location=location, detail=detail))
 
 
 def from_format(payload: Mapping[str, Any], source: Target) -> Conversation:
@@ -502,3 +483,15 @@ def convert_file(path: str | Path, target: Target, *, lenient: bool = False) -> 
         warnings=tuple(warnings),
         skipped=skipped,
     )
+
+
+__all__ = [
+    "TARGETS",
+    "ConversionError",
+    "ConversionWarning",
+    "ConvertedFile",
+    "Target",
+    "convert_file",
+    "from_format",
+    "to_format",
+]
