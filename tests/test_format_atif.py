@@ -332,6 +332,7 @@ def test_convert_to_atif_writes_a_file_load_reads(tmp_path: Path) -> None:
 
 
 @pytest.mark.corpus
+@pytest.mark.slow
 def test_every_corpus_session_round_trips(corpus: Path, tmp_path: Path) -> None:
     codes: Counter[str] = Counter()
     sessions = calls = 0
