@@ -13,6 +13,7 @@ from contextkit.accounting._doctor import (
     diagnose_cache,
     diagnosis_json,
 )
+from contextkit.accounting._gaps import CompactionGap, compaction_gaps, with_gaps
 from contextkit.accounting._inspect import (
     PARTS,
     SessionReport,
@@ -51,6 +52,7 @@ __all__ = [
     "CacheDiagnosis",
     "CacheEvent",
     "CallCache",
+    "CompactionGap",
     "Ledger",
     "MissModel",
     "OutputSource",
@@ -60,6 +62,7 @@ __all__ = [
     "ToolResultCost",
     "TurnReset",
     "apply_misses",
+    "compaction_gaps",
     "default_cache",
     "diagnose_cache",
     "diagnosis_json",
@@ -73,4 +76,5 @@ __all__ = [
     "save_miss_model",
     "shipped_miss_model",
     "split_user_text",
+    "with_gaps",
 ]

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
 from contextkit.accounting._doctor import diagnose_cache
+from contextkit.accounting._gaps import compaction_gaps, with_gaps
 from contextkit.accounting._misses import MissModel, apply_misses, shipped_miss_model
 from contextkit.cache import (
     TTL_1H_S,
@@ -246,6 +247,8 @@ def price_session(
         counter.prime(sent, responses)
     notes: list[str] = []
     prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
+    if infer_prefix:
+        sent = _with_compaction_gaps(session, sent, counter, recorded, prefix, notes)
     config = cache or default_cache(session, recorded)
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
@@ -477,6 +480,27 @@ def _hidden_prefix(
         f"usage; call 1 read {first.cache_read} tokens cached before the session started"
     )
     return tuple(p for p in parts if p.tokens > 0)
+
+
+def _with_compaction_gaps(
+    session: Session,
+    sent: Sequence[Conversation],
+    counter: TokenCounter,
+    recorded: Sequence[Usage] | None,
+    prefix: Sequence[PrefixPart],
+    notes: list[str],
+) -> Sequence[Conversation]:
+    """``sent`` with what the harness sent after each compaction but the file omits
+    (:mod:`contextkit.accounting._gaps`), sized from the recorded usage."""
+    gaps = compaction_gaps(session, counter, recorded, sum(p.tokens for p in prefix))
+    if not gaps:
+        return sent
+    sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
+    notes.append(
+        f"content after a compaction not in the file (restored files, todos): {sizes}, "
+        "inferred from the recorded usage of the first call after it"
+    )
+    return with_gaps(sent, gaps, counter)
 
 
 def _recorded_ttl(recorded: Sequence[Usage] | None) -> int:

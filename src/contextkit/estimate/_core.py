@@ -29,13 +29,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 
-from contextkit.accounting import Ledger, apply_misses, default_cache, shipped_miss_model
+from contextkit.accounting import (
+    CompactionGap,
+    Ledger,
+    apply_misses,
+    compaction_gaps,
+    default_cache,
+    shipped_miss_model,
+    with_gaps,
+)
 from contextkit.cache import (
     TTL_1H_S,
     TTL_5M_S,
@@ -176,6 +184,8 @@ class _Setup:
     warm_tokens: int
     editor: Editor
     output_ratio: float = 1.0
+    gaps: tuple[CompactionGap, ...] = ()
+    """What the harness sent after a compaction that the file omits, in ``counter`` tokens."""
 
 
 def _recorded(calls: Sequence[Call]) -> list[Usage] | None:
@@ -217,6 +227,7 @@ def _setup(session: Session, change: Change) -> _Setup:
     base_counter = counter_for(session.model_info)
     recorded = _recorded(session.calls)
     hidden, warm, read = _hidden(session, base_counter, recorded)
+    gaps = compaction_gaps(session, base_counter, recorded, hidden)
     model = resolve_model(change.model) if change.model else session.model_info
     counter = counter_for(model) if change.model else base_counter
     config = default_cache(session, recorded)
@@ -224,6 +235,7 @@ def _setup(session: Session, change: Change) -> _Setup:
     if change.model:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
+        gaps = tuple(replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps)
         config = _model_cache(config, model)
     pad, tools, extra = "", change.add_tools, change.system_tokens
     if hidden or not session.prefix_known:  # the prefix is not in the requests: grow it
@@ -240,7 +252,8 @@ def _setup(session: Session, change: Change) -> _Setup:
     ]
     editor = Editor(model=change.model, add_tools=tools, system_prefix=pad, ttl_s=retime)
     prefix = [p for p in parts if p.tokens > 0]
-    return _Setup(counter, model, config, prefix, read if prefix else 0, editor, out_ratio)
+    warm_tokens = read if prefix else 0
+    return _Setup(counter, model, config, prefix, warm_tokens, editor, out_ratio, gaps)
 
 
 def _model_cache(config: CacheConfig, model: ModelInfo) -> CacheConfig:
@@ -317,7 +330,8 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     sim = CacheSimulator(s.config, s.counter, s.prefix, warm_tokens=s.warm_tokens)
     memo: dict[object, int] = {}
     hidden = sum(p.tokens for p in s.prefix)
-    requests = [s.editor(call.request) for call in session.calls]
+    recorded = with_gaps([call.request for call in session.calls], s.gaps, s.counter)
+    requests = [s.editor(request) for request in recorded]
     simulated = [
         sim.step(request, call.timestamp, call.cache_reset)
         for call, request in zip(session.calls, requests, strict=True)

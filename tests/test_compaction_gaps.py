@@ -1,0 +1,104 @@
+"""What the harness sends after a compaction but the file omits, sized from the billed usage of
+the first call after it (:mod:`contextkit.accounting._gaps`), rides in the later requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from contextkit.accounting import NO_MISSES, price_session
+from contextkit.messages import Conversation, Message, TextBlock
+from contextkit.pricing import ModelPrice
+from contextkit.session import Call, Session, Usage
+from contextkit.tokens import MemoCounter
+
+PRICE = ModelPrice(
+    model="claude-sonnet-4-5",
+    input=3.0,
+    output=15.0,
+    cache_write_5m=3.75,
+    cache_write_1h=6.0,
+    cache_read=0.3,
+)
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class WordCounter(MemoCounter):
+    per_message = 0
+
+    def _count_text(self, text: str) -> int:
+        return len(text.split())
+
+
+def text(n: int, tag: str) -> Message:
+    return Message(role="user", content=(TextBlock(text=" ".join(f"{tag}{i}" for i in range(n))),))
+
+
+def reply(tag: str) -> Message:
+    return Message(role="assistant", content=(TextBlock(text=" ".join([tag] * 10)),))
+
+
+def session(*, restored: int, exact: bool = False) -> Session:
+    """Two calls, a compaction to a 300-word summary, then three calls after it; the harness
+    sent ``restored`` tokens after the summary that the file does not hold."""
+    u1, u2, summary = text(2000, "u"), text(500, "v"), text(300, "s")
+    a1, a2, b1, b2 = reply("a"), reply("b"), reply("c"), reply("d")
+    after = [text(50, "w"), text(60, "x")]
+    at = [T0 + timedelta(seconds=10 * k) for k in range(5)]
+    requests = [
+        (u1,),
+        (u1, a1, u2),
+        (summary,),
+        (summary, b1, after[0]),
+        (summary, b1, after[0], b2, after[1]),
+    ]
+    responses = [a1, a2, b1, b2, reply("e")]
+    counts = [2000, 2510, 300 + restored, 360 + restored, 430 + restored]
+    reads = [0, 2000, 0, 300 + restored, 360 + restored]
+    calls = tuple(
+        Call(
+            request=Conversation(model="claude-sonnet-4-5", messages=r),
+            response=resp,
+            timestamp=t,
+            exact=exact,
+            usage=Usage(cache_read=read, cache_write_5m=count - read, output_tokens=10),
+        )
+        for r, resp, t, count, read in zip(requests, responses, at, counts, reads, strict=True)
+    )
+    return Session(path="<c>", format="claude-code", calls=calls, compactions=(2,))
+
+
+def test_the_gap_after_a_compaction_rides_until_the_end() -> None:
+    ledger = price_session(session(restored=5000), WordCounter(), PRICE, misses=NO_MISSES)
+    assert ledger.recorded is not None
+    recorded = ledger.recorded.total_input.tolist()
+    got = ledger.context_tokens.tolist()
+    assert got[:2] == recorded[:2]  # before the compaction: nothing added
+    for simulated, billed in zip(got[2:], recorded[2:], strict=True):
+        assert simulated == pytest.approx(billed, abs=3)  # the filler counts within a few tokens
+    # The restored content is cached with the summary: read again, not written again.
+    assert ledger.simulated.cache_read.tolist()[3] >= 5000
+    assert any("5,000 tokens at call 2" in note for note in ledger.notes)
+    assert ledger.cost_error() == pytest.approx(0.0, abs=0.002)
+
+
+def test_a_small_shortfall_is_not_a_gap() -> None:
+    ledger = price_session(session(restored=5), WordCounter(), PRICE, misses=NO_MISSES)
+    assert ledger.context_tokens.tolist()[2] == 300
+    assert not any("after a compaction" in note for note in ledger.notes)
+
+
+def test_a_request_as_sent_has_no_gap() -> None:
+    ledger = price_session(session(restored=5000, exact=True), WordCounter(), PRICE)
+    assert ledger.context_tokens.tolist()[2] == 300
+
+
+def test_a_view_without_the_summary_carries_no_gap() -> None:
+    recorded = session(restored=5000)
+    views = [c.request for c in recorded.calls]
+    views[4] = views[4].model_copy(update={"messages": views[4].messages[1:]})  # summary gone
+    ledger = price_session(recorded, WordCounter(), PRICE, requests=views, misses=NO_MISSES)
+    got = ledger.context_tokens.tolist()
+    assert got[3] == pytest.approx(5360, abs=3)
+    assert got[4] == 130  # the reply, its follow-up, the next reply and message: no gap
