@@ -102,3 +102,32 @@ def test_a_view_without_the_summary_carries_no_gap() -> None:
     got = ledger.context_tokens.tolist()
     assert got[3] == pytest.approx(5360, abs=3)
     assert got[4] == 130  # the reply, its follow-up, the next reply and message: no gap
+
+
+def test_a_resume_measures_the_hidden_system_prompt_again() -> None:
+    """Call 3 follows a resume (a system-level reset): the hidden prefix, 5,000 tokens at call 1,
+    is 3,000 from there on, as that call's usage shows; the messages are written again."""
+    history: list[Message] = []
+    calls = []
+    for k in range(5):
+        history.append(text(1200 if k == 0 else 100, f"q{k}"))
+        hidden = 5000 if k < 3 else 3000
+        held = sum(len(m.blocks[0].text.split()) for m in history)  # type: ignore[union-attr]
+        calls.append(
+            Call(
+                request=Conversation(model="claude-sonnet-4-5", messages=tuple(history)),
+                response=reply(f"r{k}"),
+                timestamp=T0 + timedelta(seconds=10 * k),
+                usage=Usage(cache_write_5m=hidden + held, output_tokens=10),
+                cache_reset="system" if k == 3 else None,
+            )
+        )
+        history.append(calls[-1].response)  # type: ignore[arg-type]
+    recorded = Session(path="<r>", format="claude-code", calls=tuple(calls), prefix_known=False)
+    ledger = price_session(recorded, WordCounter(), PRICE, misses=NO_MISSES)
+    assert ledger.recorded is not None
+    assert ledger.context_tokens.tolist() == ledger.recorded.total_input.tolist()
+    assert any("-2,000 tokens at call 3" in note for note in ledger.notes)
+    written = ledger.simulated.cache_write_5m.tolist()
+    assert written[3] == ledger.context_tokens.tolist()[3]  # the new system prompt and after
+    assert written[4] < 200

@@ -137,7 +137,8 @@ def test_subagents_priced_into_their_parent(corpus: Path) -> None:
 
 @pytest.mark.corpus
 def test_baseline_matches_accounting_on_corpus(corpus: Path) -> None:
-    tickets = collect_tickets([corpus / "spotter", corpus / "claude-code-viewer"]).tickets
+    folders = [corpus / "spotter", corpus / "claude-code-viewer", corpus / "entire-claude"]
+    tickets = collect_tickets(folders).tickets  # compactions and resumes among them
     table, recorded = price_tickets(tickets, Change())
     for i, ticket in enumerate(tickets):
         ledgers = [price_session(s, output="recorded") for s in ticket.sessions]

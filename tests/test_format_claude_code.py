@@ -515,6 +515,36 @@ def test_harness_cache_resets_are_marked_on_the_call_after_their_trigger(tmp_pat
     assert [c.cache_reset for c in session.calls] == [None, "messages", None, "system", None]
 
 
+def test_a_resumed_session_rewrites_the_system_prompt(tmp_path: Path) -> None:
+    """A new process took the session up: after ``/exit``, or where the ``SessionStart`` hook
+    ran with the ``resume`` matcher (a progress record between the calls)."""
+    exit_text = "<command-name>/exit</command-name>\n<command-message>exit</command-message>"
+    lines = [
+        _user("u1", None, "start"),
+        _assistant("a1", "u1", "r1", {"type": "text", "text": "ok"}),
+        _user("u2", "a1", [{"type": "text", "text": exit_text}, {"type": "text", "text": "back"}]),
+        _assistant("a2", "u2", "r2", {"type": "text", "text": "hello again"}),
+        _user("u3", "a2", "go on"),
+        _assistant("a3", "u3", "r3", {"type": "text", "text": "going"}),
+        {
+            "type": "progress",
+            "uuid": "p1",
+            "parentUuid": "a3",
+            "timestamp": "2026-01-01T00:12:00.000Z",
+            "data": {"type": "hook_progress", "hookEvent": "SessionStart",
+                     "hookName": "SessionStart:resume"},
+        },  # fmt: skip
+        _user("u4", "p1", "and now?"),
+        _assistant("a4", "u4", "r4", {"type": "text", "text": "now this"}),
+        _user("u5", "a4", "more"),
+        _assistant("a5", "u5", "r5", {"type": "text", "text": "more"}),
+    ]
+    for minute, index in enumerate((1, 3, 5, 8, 10)):
+        lines[index]["timestamp"] = f"2026-01-01T00:{minute * 5:02d}:01.000Z"
+    session = load_claude_code(_write(tmp_path / "s1.jsonl", lines)).sessions[0]
+    assert [c.cache_reset for c in session.calls] == [None, "system", None, "system", None]
+
+
 def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:
     """Both task notifications of the recorded session, each on the call that first sends it."""
     session = load(corpus / "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl").sessions[0]

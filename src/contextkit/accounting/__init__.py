@@ -13,7 +13,13 @@ from contextkit.accounting._doctor import (
     diagnose_cache,
     diagnosis_json,
 )
-from contextkit.accounting._gaps import CompactionGap, compaction_gaps, with_gaps
+from contextkit.accounting._gaps import (
+    CompactionGap,
+    compaction_gaps,
+    resized_prefix,
+    resumed_prefix,
+    with_gaps,
+)
 from contextkit.accounting._inspect import (
     PARTS,
     SessionReport,
@@ -73,6 +79,8 @@ __all__ = [
     "load_miss_model",
     "price_session",
     "report_json",
+    "resized_prefix",
+    "resumed_prefix",
     "save_miss_model",
     "shipped_miss_model",
     "split_user_text",

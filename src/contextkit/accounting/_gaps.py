@@ -1,4 +1,4 @@
-"""Content a file does not hold after a harness compaction, sized from the billed usage.
+"""Content a file does not hold after a harness compaction or a resume, sized from the billed usage.
 
 After compacting, Claude Code sends more than the summary the transcript records: it restores the
 files read last, the todo list, the plan (about 15-30k tokens in the corpus sessions), and no
@@ -8,6 +8,11 @@ the gap is measured where it first appears: the recorded total input of the firs
 compaction less the count of what the file holds for it. The gap then rides, as one block of that
 many tokens after the summary, in every request that still starts with the same summary message
 (as recorded, or in a strategy's view built on the recorded tape), until the next compaction.
+
+A resumed session (``Call.cache_reset == "system"``: a new process, or an MCP reconnect) is sent
+with a system prompt built anew (Claude Code puts the git status and environment of the moment in
+it): :func:`resumed_prefix` measures the hidden prefix again at such a call, from its usage, so
+the calls after it carry the new size (one corpus session's shrank by 7,300 tokens on resume).
 
 Contract: :func:`compaction_gaps` finds the gaps of a session's recorded requests;
 :func:`with_gaps` returns the requests with each gap's block in place (the same message object in
@@ -21,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextkit.cache import strip_prior_thinking
+from contextkit.cache import PrefixPart, strip_prior_thinking
 from contextkit.messages import Conversation, Message, TextBlock
 from contextkit.session import Session, Usage
 from contextkit.tokens import TokenCounter
@@ -79,6 +84,43 @@ def with_gaps(
     return out
 
 
+def resumed_prefix(
+    session: Session,
+    counter: TokenCounter,
+    recorded: Sequence[Usage] | None,
+    requests: Sequence[Conversation],
+    hidden_tokens: int,
+) -> dict[int, int]:
+    """Call index -> the hidden prefix's change in size from that call on (tokens, may be
+    negative), at each system-level reset whose call recorded its usage. ``requests``: the
+    recorded requests with their compaction gaps in place; ``hidden_tokens``: the size measured
+    at call 1. Empty when no hidden prefix was measured."""
+    if recorded is None or hidden_tokens <= 0:
+        return {}
+    out: dict[int, int] = {}
+    for index, call in enumerate(session.calls):
+        if index == 0 or call.cache_reset != "system" or call.exact:
+            continue
+        held = counter.count_conversation(strip_prior_thinking(requests[index]))
+        hidden = recorded[index].total_input - held
+        if hidden > 0 and abs(hidden - hidden_tokens) >= MIN_GAP_TOKENS:
+            out[index] = hidden - hidden_tokens
+    return out
+
+
+def resized_prefix(prefix: Sequence[PrefixPart], change: int) -> tuple[PrefixPart, ...]:
+    """``prefix`` with its system-level part grown by ``change`` (tools-level parts shrink only
+    when the system part cannot absorb a negative change)."""
+    parts = list(prefix)
+    for i in reversed(range(len(parts))):
+        if change == 0:
+            break
+        tokens = max(parts[i].tokens + change, 0)
+        change -= tokens - parts[i].tokens
+        parts[i] = parts[i].model_copy(update={"tokens": tokens})
+    return tuple(parts)
+
+
 def _filled(gap: CompactionGap, counter: TokenCounter) -> Message:
     """The summary message with a text block after it that counts ``gap.tokens`` tokens."""
     block = TextBlock(text=filler(gap.tokens, counter))
@@ -104,5 +146,7 @@ __all__ = [
     "CompactionGap",
     "compaction_gaps",
     "filler",
+    "resized_prefix",
+    "resumed_prefix",
     "with_gaps",
 ]

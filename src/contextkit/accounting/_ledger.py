@@ -32,7 +32,12 @@ import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
 from contextkit.accounting._doctor import diagnose_cache
-from contextkit.accounting._gaps import compaction_gaps, with_gaps
+from contextkit.accounting._gaps import (
+    compaction_gaps,
+    resized_prefix,
+    resumed_prefix,
+    with_gaps,
+)
 from contextkit.accounting._misses import MissModel, apply_misses, shipped_miss_model
 from contextkit.cache import (
     TTL_1H_S,
@@ -247,15 +252,17 @@ def price_session(
         counter.prime(sent, responses)
     notes: list[str] = []
     prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
+    resized: dict[int, tuple[PrefixPart, ...]] = {}
     if infer_prefix:
-        sent = _with_compaction_gaps(session, sent, counter, recorded, prefix, notes)
+        sent, resized = _hidden_content(session, sent, requests, counter, recorded, prefix, notes)
     config = cache or default_cache(session, recorded)
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
-    cached = [
-        sim.step(request, c.timestamp, c.cache_reset)
-        for c, request in zip(session.calls, sent, strict=True)
-    ]
+    cached = []
+    for index, (c, request) in enumerate(zip(session.calls, sent, strict=True)):
+        if index in resized:
+            sim.resize_prefix(resized[index])
+        cached.append(sim.step(request, c.timestamp, c.cache_reset))
     misses = shipped_miss_model() if misses is None else misses
     if misses.applies_to(session):
         hidden = sum(p.tokens for p in prefix)
@@ -482,25 +489,38 @@ def _hidden_prefix(
     return tuple(p for p in parts if p.tokens > 0)
 
 
-def _with_compaction_gaps(
+def _hidden_content(
     session: Session,
     sent: Sequence[Conversation],
+    views: Sequence[Conversation] | None,
     counter: TokenCounter,
     recorded: Sequence[Usage] | None,
     prefix: Sequence[PrefixPart],
     notes: list[str],
-) -> Sequence[Conversation]:
-    """``sent`` with what the harness sent after each compaction but the file omits
-    (:mod:`contextkit.accounting._gaps`), sized from the recorded usage."""
-    gaps = compaction_gaps(session, counter, recorded, sum(p.tokens for p in prefix))
-    if not gaps:
-        return sent
-    sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
-    notes.append(
-        f"content after a compaction not in the file (restored files, todos): {sizes}, "
-        "inferred from the recorded usage of the first call after it"
+) -> tuple[Sequence[Conversation], dict[int, tuple[PrefixPart, ...]]]:
+    """``sent`` with what the harness sent after each compaction but the file omits, and the
+    hidden prefix measured again after each resume (:mod:`contextkit.accounting._gaps`), both
+    sized from the recorded usage."""
+    hidden = sum(p.tokens for p in prefix)
+    gaps = compaction_gaps(session, counter, recorded, hidden)
+    if gaps:
+        sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
+        notes.append(
+            f"content after a compaction not in the file (restored files, todos): {sizes}, "
+            "inferred from the recorded usage of the first call after it"
+        )
+        sent = with_gaps(sent, gaps, counter)
+    as_recorded = (
+        sent if views is None else with_gaps([c.request for c in session.calls], gaps, counter)
     )
-    return with_gaps(sent, gaps, counter)
+    changes = resumed_prefix(session, counter, recorded, as_recorded, hidden)
+    if not changes:
+        return sent, {}
+    sizes = ", ".join(f"{d:+,} tokens at call {i}" for i, d in changes.items())
+    notes.append(
+        f"hidden system prompt built anew on resume: {sizes}, measured from those calls' usage"
+    )
+    return sent, {i: resized_prefix(prefix, d) for i, d in changes.items()}
 
 
 def _recorded_ttl(recorded: Sequence[Usage] | None) -> int:

@@ -129,6 +129,17 @@ class CacheSimulator(_Prefixes):
         self._last_t: float | None = None
         self._calls = 0
 
+    def resize_prefix(self, prefix: Sequence[PrefixPart]) -> None:
+        """From the next request on, ``prefix`` (as many parts as before, sizes changed) stands
+        before every request: a harness that built its hidden system prompt anew (a new
+        process). Nothing cached from the first part that changed on matches any more."""
+        parts = tuple(prefix)
+        if len(parts) != len(self.prefix):
+            raise ValueError(f"{len(parts)} prefix parts for {len(self.prefix)}")
+        self.prefix = parts
+        self._n_prefix_marks = sum(part.ttl_s is not None for part in parts)
+        self._flat = _Flat()  # the head's keys change: flatten again
+
     # --- simulation -----------------------------------------------------------------------
 
     def step(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
@@ -41,6 +41,8 @@ from contextkit.accounting import (
     apply_misses,
     compaction_gaps,
     default_cache,
+    resized_prefix,
+    resumed_prefix,
     shipped_miss_model,
     with_gaps,
 )
@@ -186,6 +188,8 @@ class _Setup:
     output_ratio: float = 1.0
     gaps: tuple[CompactionGap, ...] = ()
     """What the harness sent after a compaction that the file omits, in ``counter`` tokens."""
+    resumes: dict[int, int] = field(default_factory=dict)
+    """Call -> the hidden prefix's change in size on a resume, in ``counter`` tokens."""
 
 
 def _recorded(calls: Sequence[Call]) -> list[Usage] | None:
@@ -228,6 +232,8 @@ def _setup(session: Session, change: Change) -> _Setup:
     recorded = _recorded(session.calls)
     hidden, warm, read = _hidden(session, base_counter, recorded)
     gaps = compaction_gaps(session, base_counter, recorded, hidden)
+    as_recorded = with_gaps([c.request for c in session.calls], gaps, base_counter)
+    resumes = resumed_prefix(session, base_counter, recorded, as_recorded, hidden)
     model = resolve_model(change.model) if change.model else session.model_info
     counter = counter_for(model) if change.model else base_counter
     config = default_cache(session, recorded)
@@ -236,6 +242,7 @@ def _setup(session: Session, change: Change) -> _Setup:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
         gaps = tuple(replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps)
+        resumes = {i: round(d * in_ratio) for i, d in resumes.items()}
         config = _model_cache(config, model)
     pad, tools, extra = "", change.add_tools, change.system_tokens
     if hidden or not session.prefix_known:  # the prefix is not in the requests: grow it
@@ -253,7 +260,7 @@ def _setup(session: Session, change: Change) -> _Setup:
     editor = Editor(model=change.model, add_tools=tools, system_prefix=pad, ttl_s=retime)
     prefix = [p for p in parts if p.tokens > 0]
     warm_tokens = read if prefix else 0
-    return _Setup(counter, model, config, prefix, warm_tokens, editor, out_ratio, gaps)
+    return _Setup(counter, model, config, prefix, warm_tokens, editor, out_ratio, gaps, resumes)
 
 
 def _model_cache(config: CacheConfig, model: ModelInfo) -> CacheConfig:
@@ -332,10 +339,12 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     hidden = sum(p.tokens for p in s.prefix)
     recorded = with_gaps([call.request for call in session.calls], s.gaps, s.counter)
     requests = [s.editor(request) for request in recorded]
-    simulated = [
-        sim.step(request, call.timestamp, call.cache_reset)
-        for call, request in zip(session.calls, requests, strict=True)
-    ]
+    resized = {i: resized_prefix(s.prefix, d) for i, d in s.resumes.items()}
+    simulated = []
+    for index, (call, request) in enumerate(zip(session.calls, requests, strict=True)):
+        if index in resized:
+            sim.resize_prefix(resized[index])
+        simulated.append(sim.step(request, call.timestamp, call.cache_reset))
     misses = shipped_miss_model()  # the misses no request shows, as price_session applies them
     if misses.applies_to(session):
         simulated = apply_misses(simulated, session, requests, hidden, misses)

@@ -31,8 +31,12 @@ Contract:
   changed; every ``/mcp`` is taken as a reconnect, since the file does not say what it did). Seen
   on every such event in the corpus (reads drop to exactly the tools + system size) and reported
   upstream (anthropics/claude-code issues on cache reads "pinned to the stable-prefix boundary"
-  and on MCP reconnects). Resets without a trigger in the file (the same issues call them
-  intermittent) cannot be seen and are not modelled.
+  and on MCP reconnects). A session taken up again by a new process (after ``/exit``, or where a
+  ``SessionStart`` hook ran with the ``resume`` matcher) rewrites the system prompt too: the new
+  process builds it again, with the git status and environment of that moment, so its size
+  changes as well (the accountant measures it again from that call's usage). Resets without a
+  trigger in the file (the same issues call them intermittent) cannot be seen and are not
+  modelled.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -162,6 +167,7 @@ def _main_session(path: Path, parsed: ParsedFile, state: _Read) -> Session:
         subagents=tuple(subagents),
         set_aside=parsed.set_aside,
         notes=parsed.notes,
+        resumes=parsed.resumes,
     )
 
 
@@ -176,11 +182,12 @@ def _session(
     parent_session_id: str | None = None,
     parent_tool_use_id: str | None = None,
     notes: Sequence[str] = (),
+    resumes: Sequence[datetime] = (),
 ) -> Session:
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls))
+    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls, resumes))
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -220,26 +227,41 @@ def _window(calls: Sequence[Call]) -> int | None:
 
 _RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
     ("<command-name>/mcp</command-name>", "system"),
+    ("<command-name>/exit</command-name>", "system"),
     ("<task-notification>", "messages"),
 )
 """What Claude Code rewrites of its cache after a user message holding the marker (see the
 module docstring); the first match wins."""
 
 
-def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
+def _with_cache_resets(calls: Sequence[Call], resumes: Sequence[datetime] = ()) -> tuple[Call, ...]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
-    messages)."""
+    messages), and ``"system"`` on the first call after each resume (a new process: its system
+    prompt, with the git status and environment of that moment, is built anew)."""
     out: list[Call] = []
     before: tuple[Message, ...] = ()
+    previous: datetime | None = None
     for call in calls:
         messages = call.request.messages
         n = len(before)
         shared = extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
+        when = call.timestamp
+        if out and _resumed_between(previous, when, resumes):
+            reset = "system"
         out.append(call.model_copy(update={"cache_reset": reset}) if reset else call)
         before = messages
+        previous = when if when is not None else previous
     return tuple(out)
+
+
+def _resumed_between(
+    previous: datetime | None, when: datetime | None, resumes: Sequence[datetime]
+) -> bool:
+    if previous is None or when is None:
+        return False
+    return any(previous < t <= when for t in resumes)
 
 
 def _reset_in(messages: Sequence[Message]) -> Literal["messages", "system"] | None:

@@ -112,6 +112,9 @@ class ParsedFile:
     """agentId -> its last response, from the Task result (agents in ``progress`` only)."""
     notes: list[str] = field(default_factory=list)
     """What reading the lines recovered from (two records on one line)."""
+    resumes: list[datetime] = field(default_factory=list)
+    """When a new Claude Code process took the session up again (its ``SessionStart`` hook ran
+    with the ``resume`` matcher): the system prompt it sends is built anew."""
 
 
 def parse_file(path: Path, skips: Skips, rank: int) -> ParsedFile:
@@ -155,6 +158,7 @@ def _take(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> None
     out.set_aside[label] += 1
     if kind == "progress":
         _progress(obj, line, rank, out)
+        _resume(obj, out)
     uuid = _opt_str(obj, "uuid")
     if uuid is None:
         return  # summaries, snapshots, queue operations: outside the chain
@@ -323,6 +327,20 @@ def _progress(obj: Mapping[str, Any], line: int, rank: int, out: ParsedFile) -> 
     rec.sidechain, rec.agent_id, rec.parent_uuid = True, agent, None
     rec.session_id = _opt_str(obj, "sessionId")
     out.progress.setdefault(agent, []).append(rec)
+
+
+def _resume(obj: Mapping[str, Any], out: ParsedFile) -> None:
+    """A ``SessionStart:resume`` hook's progress record: when the session was resumed."""
+    data = obj.get("data")
+    if not isinstance(data, Mapping) or data.get("hookEvent") != "SessionStart":
+        return
+    name = data.get("hookName")
+    stamp = obj.get("timestamp")
+    if isinstance(name, str) and name.endswith(":resume") and isinstance(stamp, str):
+        try:
+            out.resumes.append(datetime.fromisoformat(stamp))
+        except ValueError:
+            return  # not a time: the mark is lost, the record is still counted as set aside
 
 
 def _opt_str(obj: Mapping[str, Any], key: str, prefix: str = "") -> str | None:
