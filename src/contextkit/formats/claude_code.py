@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from contextkit._gc import no_cycle_collection
 from contextkit.formats._io import Skips
 from contextkit.formats.claude_code_calls import (
     Index,
@@ -106,6 +107,7 @@ class ClaudeCodeReader:
             start.startswith("{") and '"parentUuid"' in head and '"sessionId"' in head
         )
 
+    @no_cycle_collection  # a read allocates many objects and frees none: see contextkit._gc
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
         state = _Read(lenient)
         parsed = state.parse(path, rank=0)
