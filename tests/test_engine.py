@@ -292,11 +292,12 @@ def test_the_audit_line_follows_the_checkpoint(
     engine.add(user("task"))
     engine.prepare()
 
-    def disk_full() -> None:
+    def disk_full(record: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(engine, "_save", disk_full)
-    with pytest.raises(OSError, match="No space left"):
+    assert engine._writer is not None
+    monkeypatch.setattr(engine._writer, "_append", disk_full)
+    with pytest.raises(CheckpointError, match="No space left"):
         engine.record(assistant("done"), stop_reason="end_turn")
     assert not audit.exists()
 

@@ -1,34 +1,56 @@
 """Engine checkpoints: the tape, the view, every call and receipt, as an append-only journal.
 
-The file is JSON lines: a header line, then one *delta* line per save. Each line is written with a
-single ``write`` ending in a newline and flushed (``fsync`` too unless ``fsync=False``), so a save
-costs what changed since the previous save, not the whole history again (a rewrite per save made a
-300-call loop quadratic in time and disk). A kill at any moment leaves at most one torn last line
-(it lacks its newline); the reader ignores it and returns the last complete state, so the file is
-loadable at every instant, also while a writer is appending. The first save (and ``rewrite``)
-writes a fresh file via a temporary file and a rename.
+The file is a sequence of records, one a line: a header record, then one *delta* record per save.
+A record is ``<length> <crc32> <json>\n`` (the byte length and CRC-32, in hex, of the JSON text),
+written with a single ``write`` ending in the newline and flushed (``fsync`` too unless
+``fsync=False``), so a save costs what changed since the previous save, not the whole history
+again (a rewrite per save made a 300-call loop quadratic in time and disk). The first save (and
+``rewrite``) writes a fresh file via a temporary file and a rename.
+
+Failure, and what survives it:
+
+- A kill at any moment leaves at most one torn record at the end (bytes after the last newline).
+  The reader cuts it and returns the last complete state with a note (``EngineState.notes``;
+  ``ContextEngine.resume`` turns it into a receipt and rewrites the file without it), so the file
+  is loadable at every instant, also while a writer is appending.
+- A failed write (disk full, a file size limit) is undone: the file is truncated back to its last
+  complete record and the writer forgets what it thought the file held, so the next save writes
+  the whole state again (atomically); the save raises :class:`CheckpointError` and the engine
+  restores its state from before the call, so the same call can be made again.
+- One writer per path: a writer holds an exclusive ``flock`` on ``<path>.lock`` (mode 0600, it
+  names the holding process) from its creation until it is closed or collected; a writer in
+  another process gets a :class:`CheckpointError`. Within one process the newest writer takes the
+  path over (``ContextEngine.resume`` after a failure) and an older one is refused on its next
+  save.
 
 Messages are stored once each, by content: a request message that differs from a stored one only
 by ``cache_control`` marks is stored as a reference plus its marks, so per-call requests with
-breakpoints cost a few integers, not another copy of each marked message. A line is::
+breakpoints cost a few integers, not another copy of each marked message. A record's JSON is::
 
     {"messages": [payload, ...], "heads": [head, ...], "tape": [keep, [ref, ...]],
      "view": [head, keep, [ref, ...]], "calls": [...], "receipts": [...]}
 
 where ``keep`` is how many leading entries of the previous value stay and every key is optional.
 
-Reading validates everything; a file that is not a checkpoint, or a damaged line before the last,
-is a :class:`CheckpointError` naming the file and line. Repairs (a ``tool_use`` left without its
-result) are the engine's job (``ContextEngine.resume``), not the reader's.
+Reading validates everything; a file that is not a checkpoint, or a damaged record before the
+last, is a :class:`CheckpointError` naming the file and line, and never quoting the file's
+content. Version 2 files (JSON lines without length and checksum) are still read. Repairs (a
+``tool_use`` left without its result) are the engine's job (``ContextEngine.resume``), not the
+reader's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import fcntl
 import json
 import os
 import tempfile
+import weakref
+import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +62,8 @@ from contextkit.session import Call, Usage
 from contextkit.strategies.base import Receipt
 
 CHECKPOINT_FORMAT = "contextkit-checkpoint"
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3
+_LEGACY_VERSION = 2
 _HEADER = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION}
 
 
@@ -56,6 +79,8 @@ class EngineState:
     view: Conversation
     calls: tuple[Call, ...]
     receipts: tuple[Receipt, ...]
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """What the reader noticed on the way (a torn last record it cut)."""
 
 
 _EMPTY = EngineState(tape=(), view=Conversation(), calls=(), receipts=())
@@ -183,43 +208,152 @@ def encode_checkpoint(state: EngineState) -> dict[str, Any]:
     return _Encoder().delta(state)
 
 
+def _frame(value: object) -> bytes:
+    """One record: ``<length> <crc32> <json>\\n`` (lone surrogates kept: ``surrogatepass``)."""
+    body = _dumps(value).encode("utf-8", "surrogatepass")
+    return b"%x %08x " % (len(body), zlib.crc32(body)) + body + b"\n"
+
+
+class _PathLock:
+    """An exclusive ``flock`` on ``<path>.lock``, held while a writer of this process uses it."""
+
+    def __init__(self, path: Path) -> None:
+        lock_path = path.with_name(path.name + ".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise CheckpointError(
+                f"{path}: checkpoint in use by another writer ({who} holds {lock_path.name}); "
+                "one engine per checkpoint path: give this one another path, or stop the other"
+            ) from None
+        except OSError:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        self.owner: object = None
+
+    def __del__(self) -> None:
+        fd = getattr(self, "fd", None)  # absent when __init__ failed
+        if fd is not None:
+            os.close(fd)  # releases the flock
+
+
+_LOCKS: weakref.WeakValueDictionary[str, _PathLock] = weakref.WeakValueDictionary()
+
+
+def _take_lock(path: Path, token: object) -> _PathLock:
+    key = str(path.resolve())
+    lock = _LOCKS.get(key)
+    if lock is None:
+        lock = _LOCKS[key] = _PathLock(path)
+    lock.owner = token  # the newest writer of this process takes the path over
+    return lock
+
+
 class CheckpointWriter:
-    """Saves successive states of one engine to ``path``: a fresh file first, then deltas."""
+    """Saves successive states of one engine to ``path``: a fresh file first, then deltas.
+
+    Creating one takes the path's lock (a :class:`CheckpointError` when another process holds
+    it); :meth:`close` (or collecting the writer) lets it go.
+    """
 
     def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
         self.path = Path(path)
         self.fsync = fsync
         self._encoder: _Encoder | None = None
+        self._size = 0
+        self._token = object()
+        self._lock: _PathLock | None = _take_lock(self.path, self._token)
+
+    def close(self) -> None:
+        """Stop writing and let the path's lock go (when no newer writer of this process took
+        it over)."""
+        self._lock = None
 
     def save(self, state: EngineState) -> None:
+        """Append what changed since the last save; on failure the file holds what it held
+        before and the next save writes the whole state (:class:`CheckpointError`)."""
+        self._check_owner()
         if self._encoder is None:
             self.rewrite(state)
             return
         line = self._encoder.delta(state)
         if not line:
             return
+        record = _frame(line)
+        try:
+            self._append(record)
+        except OSError as exc:
+            self._encoder = None  # what the file holds is no longer what the encoder thinks
+            raise CheckpointError(
+                f"{self.path}: checkpoint not written ({exc.strerror or type(exc).__name__}); "
+                "the file keeps the last saved state and the next save writes it all again"
+            ) from exc
+        self._size += len(record)
+
+    def _append(self, record: bytes) -> None:
         # Opened per save (no handle left open between saves); one write with the newline last,
-        # so a kill mid-write leaves a line the reader sees as torn and skips.
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(_dumps(line) + "\n")
-            fh.flush()
-            if self.fsync:
-                os.fsync(fh.fileno())
+        # so a kill mid-write leaves a torn record the reader cuts.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            try:
+                written = os.write(fd, record)
+                while written < len(record):  # a short write: the rest, or the error
+                    written += os.write(fd, record[written:])
+                if self.fsync:
+                    os.fsync(fd)
+            except OSError:
+                _cut(fd, self._size)
+                raise
+        finally:
+            os.close(fd)
 
     def rewrite(self, state: EngineState) -> None:
         """Start the file again with ``state`` alone (atomically: temporary file and rename)."""
-        self._encoder = _Encoder()
-        first = self._encoder.delta(state)
-        write_atomic(self.path, _dumps(_HEADER) + "\n" + _dumps(first) + "\n", fsync=self.fsync)
+        self._check_owner()
+        encoder = _Encoder()
+        data = _frame(_HEADER) + _frame(encoder.delta(state))
+        try:
+            write_atomic(self.path, data, fsync=self.fsync)
+        except OSError as exc:
+            self._encoder = None
+            raise CheckpointError(
+                f"{self.path}: checkpoint not written ({exc.strerror or type(exc).__name__}); "
+                "the file keeps the last saved state and the next save writes it all again"
+            ) from exc
+        self._encoder, self._size = encoder, len(data)
+
+    def _check_owner(self) -> None:
+        if self._lock is None or self._lock.owner is not self._token:
+            raise CheckpointError(
+                f"{self.path}: this writer no longer owns the checkpoint (closed, or a newer "
+                "writer of this process took the path over): continue with that one"
+            )
 
 
-def write_atomic(path: Path, text: str, *, fsync: bool = True) -> None:
-    """Write via a temporary file in the same folder and rename: never a half-written file."""
+def _cut(fd: int, size: int) -> None:
+    """Truncate a failed append back to the last complete record (best effort: if even that
+    fails, the reader cuts the torn tail and the next save rewrites the file)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
+
+
+def write_atomic(path: Path, data: str | bytes, *, fsync: bool = True) -> None:
+    """Write via a temporary file (mode 0600) in the same folder and rename: never a
+    half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
@@ -232,23 +366,54 @@ def write_atomic(path: Path, text: str, *, fsync: bool = True) -> None:
 # -- reading --------------------------------------------------------------------------------------
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Complete lines as JSON objects; a torn last line (no newline yet) is left out."""
+def _read_bytes(path: Path) -> bytes:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path}: not a readable checkpoint ({exc})") from None
-    complete = text.split("\n")[:-1]  # what follows the last newline is torn or empty
-    for number, raw in enumerate(complete, start=1):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"{path}:{number}: damaged checkpoint line ({exc})") from None
-        if not isinstance(data, dict):
-            raise CheckpointError(f"{path}:{number}: damaged checkpoint line (not an object)")
-        yield number, data
+    except OSError as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint ({exc.strerror})") from None
+
+
+def _json_object(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise CheckpointError(f"{path}:{number}: damaged checkpoint line ({why})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}:{number}: damaged checkpoint line (not an object)")
+    return data
+
+
+def _unframe(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    length, _, rest = line.partition(b" ")
+    crc, _, body = rest.partition(b" ")
+    try:
+        ok = int(length, 16) == len(body) and int(crc, 16) == zlib.crc32(body)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise CheckpointError(
+            f"{path}:{number}: damaged checkpoint record (length or checksum does not match)"
+        )
+    return _json_object(path, number, body)
+
+
+def _records(path: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Complete records as JSON objects. A torn last record (no newline yet) is cut, with a
+    note; version 2 files (plain JSON lines) are read as they were."""
+    data = _read_bytes(path)
+    complete, _, torn = data.rpartition(b"\n")
+    if torn:
+        at = complete.count(b"\n") + 2 if complete else 1
+        notes.append(
+            f"{path}:{at}: a torn last record ({len(torn)} bytes, a save cut short) was cut: "
+            "the state is the last complete save"
+        )
+    legacy = data.startswith(b"{")
+    for number, line in enumerate(complete.split(b"\n") if complete else [], start=1):
+        yield number, _json_object(path, number, line) if legacy else _unframe(path, number, line)
 
 
 class _Decoder:
@@ -313,7 +478,8 @@ def read_checkpoint(path: str | Path) -> EngineState:
     path = Path(path)
     decoder = _Decoder()
     header_seen = False
-    for number, line in _lines(path):
+    notes: list[str] = []
+    for number, line in _records(path, notes):
         if not header_seen:
             _check_header(path, line)
             header_seen = True
@@ -321,19 +487,29 @@ def read_checkpoint(path: str | Path) -> EngineState:
         try:
             decoder.apply(line)
         except (KeyError, IndexError, TypeError, ValueError, ValidationError) as exc:
-            detail = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            raise CheckpointError(f"{path}:{number}: damaged checkpoint line ({detail})") from None
+            raise CheckpointError(
+                f"{path}:{number}: damaged checkpoint line ({_no_values(exc)})"
+            ) from None
     if not header_seen:
         raise CheckpointError(f"{path}: empty or torn checkpoint (no complete header line)")
-    return decoder.state()
+    return dataclasses.replace(decoder.state(), notes=tuple(notes))
+
+
+def _no_values(exc: Exception) -> str:
+    """What went wrong, without the file's content (a value may be anything, a secret too)."""
+    if isinstance(exc, ValidationError):
+        where = [".".join(map(str, e["loc"])) + f" {e['type']}" for e in exc.errors()[:3]]
+        return f"invalid {exc.title}: " + "; ".join(where)
+    return f"{type(exc).__name__} in its structure"
 
 
 def _check_header(path: Path, line: dict[str, Any]) -> None:
     if line.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path}:1: not a contextkit checkpoint")
-    if line.get("version") != CHECKPOINT_VERSION:
-        version = line.get("version")
-        raise CheckpointError(f"{path}:1: checkpoint version {version} is not supported")
+    version = line.get("version")
+    if version not in (CHECKPOINT_VERSION, _LEGACY_VERSION):
+        shown = version if isinstance(version, int) else "unknown"
+        raise CheckpointError(f"{path}:1: checkpoint version {shown} is not supported")
 
 
 __all__ = [

@@ -13,8 +13,10 @@ Contract:
   are final; ``tool_use`` asks for tools; ``max_tokens``, ``refusal``, ``pause_turn`` and
   ``model_context_window_exceeded`` are flagged as not finished, never taken as an answer.
 - With a checkpoint path, the state is written atomically after each ``add`` and ``record``; a kill
-  at any moment leaves the last complete checkpoint. ``ContextEngine.resume`` repairs a dangling
-  ``tool_use`` (an interrupted tool run) and returns the repair receipts.
+  at any moment leaves the last complete checkpoint. A failed write (disk full) raises
+  ``CheckpointError`` and leaves the engine as it was before the call, so the call can be made
+  again. ``ContextEngine.resume`` repairs a dangling ``tool_use`` (an interrupted tool run) and
+  returns the repair receipts (and one for a torn last record it cut).
 - With an audit path, every request is appended exactly as sent, with the stop reason of its answer.
 """
 
@@ -30,6 +32,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.engine._checkpoint import (
+    CheckpointError,
     CheckpointWriter,
     EngineState,
     read_checkpoint,
@@ -190,9 +193,10 @@ class ContextEngine:
         """Append to the tape and to the view (the view keeps the tape's message objects)."""
         if not messages:
             return
+        undo = self._undo_point()
         self._tape = (*self._tape, *messages)
         self._view = self._view.append(*messages)
-        self._save()
+        self._save(undo)
 
     def configure(
         self,
@@ -211,14 +215,16 @@ class ContextEngine:
         old = self._view.model_copy(update={"messages": ()})
         if to_payload(head) == {k: v for k, v in to_payload(old).items() if k != "messages"}:
             return False
+        undo = self._undo_point()
         self._view = head.model_copy(update={"messages": self._view.messages})
         self._last_request_end = None
-        self._save()
+        self._save(undo)
         return True
 
     def reset_view(self, messages: Sequence[Message] | None = None) -> None:
         """Start the view again from the tape, or from ``messages`` (an edited history, which
         then replaces the tape); a receipt with action ``reset`` records it."""
+        undo = self._undo_point()
         if messages is not None:
             self._tape = tuple(messages)
         self._view = self._view.with_messages(self._tape)
@@ -227,7 +233,7 @@ class ContextEngine:
         if messages is not None:
             detail += " of an edited history"
         self._receipts.append(Receipt(strategy="engine", action="reset", detail=detail))
-        self._save()
+        self._save(undo)
 
     def prepare(self) -> Prepared:
         """Shape the view for the next call and return the request to send."""
@@ -270,6 +276,7 @@ class ContextEngine:
         """Take the model's answer to the last prepared request; append it to tape and view."""
         if self._pending is None:
             raise ContextkitError("record() without prepare(): prepare the request first")
+        undo = self._undo_point()
         prepared, self._pending = self._pending, None
         call = Call(
             request=prepared.request,
@@ -285,7 +292,7 @@ class ContextEngine:
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
         self._tape = (*self._tape, response)
         self._view = self._view.append(response)
-        self._save()  # one save for the call and the response: never one without the other
+        self._save(undo)  # one save for the call and the response: never one without the other
         # After the checkpoint: a kill between the two loses an audit line, never makes a resumed
         # loop send a call again that the audit shows as sent.
         self._audit(call)
@@ -314,9 +321,27 @@ class ContextEngine:
             tape=self._tape, view=self._view, calls=tuple(self._calls), receipts=self.receipts
         )
 
-    def _save(self) -> None:
-        if self._writer is not None:
+    def _undo_point(self) -> Callable[[], None]:
+        """What puts the engine back as it is now (a failed checkpoint write undoes the call,
+        so that the same call can be made again)."""
+        tape, view, pending, end = self._tape, self._view, self._pending, self._last_request_end
+        calls, receipts = len(self._calls), len(self._receipts)
+
+        def undo() -> None:
+            self._tape, self._view, self._pending, self._last_request_end = tape, view, pending, end
+            del self._calls[calls:], self._receipts[receipts:]
+
+        return undo
+
+    def _save(self, undo: Callable[[], None] | None = None) -> None:
+        if self._writer is None:
+            return
+        try:
             self._writer.save(self._state())
+        except CheckpointError:
+            if undo is not None:
+                undo()
+            raise
 
     @classmethod
     def resume(
@@ -327,6 +352,7 @@ class ContextEngine:
         is answered with an "interrupted" result; the receipts say what was repaired. The file
         is rewritten compactly (a torn last line, if any, is gone)."""
         state = read_checkpoint(Path(path))
+        cut = tuple(Receipt(strategy="checkpoint", action="cut", detail=n) for n in state.notes)
         options["checkpoint_path"] = path
         engine = cls(strategy, **options)
         view, receipts = repair(state.view)
@@ -338,6 +364,7 @@ class ContextEngine:
             tape = repair(state.view.with_messages(state.tape))[0].messages
         engine._tape, engine._view = tape, view
         engine._calls = list(state.calls)
+        receipts = (*cut, *receipts)
         engine._receipts = [*state.receipts, *receipts]
         if state.calls and state.calls[-1].request.messages:
             engine._last_request_end = _unmarked_end(state)

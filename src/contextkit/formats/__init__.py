@@ -92,7 +92,15 @@ def detect(path: str | Path) -> FormatReader:
     )
 
 
-_ODD_INPUT = (RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError)
+_ODD_INPUT = (
+    RecursionError,
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    ArithmeticError,
+)
 """What a reader or sniffer may trip over on input it was not written for (a value of the wrong
 type, nesting deeper than the JSON parser goes): at this boundary it is the file's fault, named."""
 

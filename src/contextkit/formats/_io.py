@@ -80,6 +80,9 @@ def _line_values(text: str, number: int, skips: Skips) -> list[Any]:
     noted); none when the line is not valid JSON (reported through ``skips``)."""
     try:
         return [json.loads(text)]
+    except RecursionError:
+        skips.fail("nested deeper than the JSON parser can read", number)
+        return []
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
@@ -118,6 +121,32 @@ def load_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not valid JSON ({exc.msg})", exc.lineno) from None
+    except RecursionError:
+        reason = "nested deeper than the JSON parser can read"
+        raise FormatError(path, reason, _deepest_line(text)) from None
+
+
+def _deepest_line(text: str, limit: int = 900) -> int | None:
+    """The line where brackets outside strings first nest ``limit`` deep (for the error)."""
+    depth, in_string, escaped = 0, False, False
+    line = 1
+    for char in text:
+        if char == "\n":
+            line += 1
+        elif in_string:
+            escaped, in_string = (
+                (not escaped and char == "\\"),
+                in_string and (escaped or char != '"'),
+            )
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth >= limit:
+                return line
+        elif char in "]}":
+            depth -= 1
+    return None
 
 
 def first_json_object(head: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from contextkit.formats._chat_messages import META, System
 from contextkit.formats._io import HEAD_BYTES, Skips, iter_jsonl, sniff_records
 from contextkit.formats._jsondoc import load_doc
-from contextkit.messages import Conversation, Message, Tool
+from contextkit.messages import Conversation, Message, Tool, token_count
 from contextkit.session import Call, LoadedFile, Record, Session, Usage
 
 Api = Literal["chat", "responses"]
@@ -163,9 +163,9 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
     return Usage.from_openai(
-        int(usage.get("prompt_tokens") or 0),
-        int(cached or 0),
-        int(usage.get("completion_tokens") or 0),
+        token_count(usage.get("prompt_tokens"), "prompt_tokens") or 0,
+        token_count(cached, "prompt_tokens_details.cached_tokens") or 0,
+        token_count(usage.get("completion_tokens"), "completion_tokens") or 0,
     )
 
 

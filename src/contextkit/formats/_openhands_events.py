@@ -18,14 +18,13 @@ from typing import Any
 from contextkit.formats._trajectory import (
     Reply,
     UserTurn,
-    as_int,
     as_str,
     calls_from_messages,
     parse_time,
     usage_from_litellm,
 )
 from contextkit.formats.openai_chat import parse_chat_messages
-from contextkit.messages import Message, TextBlock, Tool, ToolResultBlock, ToolUseBlock
+from contextkit.messages import Message, TextBlock, Tool, ToolResultBlock, ToolUseBlock, token_count
 from contextkit.session import Session, Usage
 
 # Agent actions that, without tool_call_metadata, can only come from the LLM's own output.
@@ -228,8 +227,14 @@ def usage_from_token_usage(entry: Mapping[str, Any]) -> Usage | None:
         {
             "prompt_tokens": entry.get("prompt_tokens"),
             "completion_tokens": entry.get("completion_tokens"),
-            "cache_read_input_tokens": as_int(entry.get("cache_read_tokens")) or 0,
-            "cache_creation_input_tokens": as_int(entry.get("cache_write_tokens")) or 0,
+            "cache_read_input_tokens": token_count(
+                entry.get("cache_read_tokens"), "cache_read_tokens"
+            )
+            or 0,
+            "cache_creation_input_tokens": token_count(
+                entry.get("cache_write_tokens"), "cache_write_tokens"
+            )
+            or 0,
         }
     )
 

@@ -23,7 +23,7 @@ from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
 from contextkit.formats._jsondoc import JsonDoc, Key, Peek, load_doc, peek
 from contextkit.formats.openai_chat import System, parse_chat_messages
-from contextkit.messages import Block, Conversation, Message, Tool, ToolUseBlock
+from contextkit.messages import Block, Conversation, Message, Tool, ToolUseBlock, token_count
 from contextkit.session import Call, Usage
 
 # --------------------------------------------------------------------------------------------------
@@ -77,15 +77,19 @@ def usage_from_litellm(usage: object) -> Usage | None:
     """
     if not isinstance(usage, Mapping):
         return None
-    prompt = as_int(usage.get("prompt_tokens"))
+    prompt = token_count(usage.get("prompt_tokens"), "prompt_tokens")
     if prompt is None:
         return None
-    output = as_int(usage.get("completion_tokens")) or 0
-    read = as_int(usage.get("cache_read_input_tokens"))
-    write = as_int(usage.get("cache_creation_input_tokens"))
+    output = token_count(usage.get("completion_tokens"), "completion_tokens") or 0
+    read = token_count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
+    write = token_count(usage.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
     if read is None and write is None:
         details = usage.get("prompt_tokens_details")
-        cached = as_int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+        cached = (
+            token_count(details.get("cached_tokens"), "cached_tokens")
+            if isinstance(details, Mapping)
+            else None
+        )
         return Usage.from_openai(prompt, cached or 0, output)
     read, write = read or 0, write or 0
     # Some litellm versions left the write out of prompt_tokens: never report negative input.

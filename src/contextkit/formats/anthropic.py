@@ -418,7 +418,7 @@ class _AnthropicReader:
         for where, line, record in _records(path, skips):
             try:
                 call, found = call_from_record(record, line)
-            except (PayloadError, StreamError) as exc:
+            except (PayloadError, StreamError, ValueError) as exc:  # ValueError: a bad count
                 skips.fail(f"{where}{exc}", line)
                 continue
             calls.append(call)

@@ -50,6 +50,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from contextkit._gc import no_cycle_collection
 from contextkit.formats._io import Skips
 from contextkit.formats.claude_code_calls import (
     Index,
@@ -111,6 +112,7 @@ class ClaudeCodeReader:
             start.startswith("{") and '"parentUuid"' in head and '"sessionId"' in head
         )
 
+    @no_cycle_collection  # a read allocates many objects and frees none: see contextkit._gc
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
         state = _Read(lenient)
         parsed = state.parse(path, rank=0)
@@ -187,7 +189,8 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls, resumes))
+    resets = _with_cache_resets(built.calls, built.shared, resumes)
+    calls, counted = count_placeholder_outputs(resets)
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -234,18 +237,21 @@ _RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
 module docstring); the first match wins."""
 
 
-def _with_cache_resets(calls: Sequence[Call], resumes: Sequence[datetime] = ()) -> tuple[Call, ...]:
+def _with_cache_resets(
+    calls: Sequence[Call], same: Sequence[int], resumes: Sequence[datetime] = ()
+) -> tuple[Call, ...]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
-    messages), and ``"system"`` on the first call after each resume (a new process: its system
-    prompt, with the git status and environment of that moment, is built anew)."""
+    messages; ``same[i]``: how many of them call ``i`` is known to hold as the same objects), and
+    ``"system"`` on the first call after each resume (a new process: its system prompt, with the
+    git status and environment of that moment, is built anew)."""
     out: list[Call] = []
     before: tuple[Message, ...] = ()
     previous: datetime | None = None
-    for call in calls:
+    for call, known in zip(calls, same, strict=True):
         messages = call.request.messages
         n = len(before)
-        shared = extends(messages, before)
+        shared = known >= n or extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
         when = call.timestamp
         if out and _resumed_between(previous, when, resumes):

@@ -31,11 +31,15 @@ Contract of :func:`build_calls` (one thread = the main conversation or one subag
 - Messages are memoised per read by the records they are made of, so consecutive requests share
   the same :class:`Message` objects for their common history, and a call's response is the very
   object that the next request holds.
+- Linear in the calls: a request is built by extending the previous one with the records its chain
+  adds (:class:`_Request`), and from the whole chain only where extending could differ from that
+  (the chain branches or crosses a compaction, records sort into the earlier request, a result
+  written since answers an earlier ``tool_use``). Both give the same messages; a test compares them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -82,6 +86,9 @@ class Built:
     calls: list[Call]
     compactions: list[int]
     notes: list[str]
+    shared: list[int] = field(default_factory=list)
+    """Per call, how many leading messages are the very objects of the previous request (0 for
+    a request built from scratch): lets a caller skip comparing the histories again."""
 
 
 MessageMemo = dict[tuple[Role, tuple[Rec, ...]], Message]
@@ -116,16 +123,17 @@ def build_calls(records: Sequence[Rec], index: Index, memo: MessageMemo) -> Buil
     out = Built([], [], [])
     inferred = 0
     boundary_before: Rec | None = None
+    prefix = _Request()
     for group in groups.values():
-        chain = _chain(group[0])
+        prefix = _next_request(prefix, group[0], index, memo)
+        out.shared.append(prefix.kept)
+        chain = prefix.chain
         boundary = chain[0] if chain and chain[0].kind == "boundary" else None
         if boundary is not None and boundary is not boundary_before:
             out.compactions.append(len(out.calls))
             out.notes.append(_compaction_note(len(out.calls), boundary))
         boundary_before = boundary
-        preserved = _preserved(boundary, chain, index)
-        messages = _request_messages(chain, group[0], index, memo, preserved)
-        call, guessed = _call(group, messages, memo)
+        call, guessed = _call(group, prefix.messages, memo)
         inferred += guessed
         out.calls.append(call)
     if inferred:
@@ -134,6 +142,47 @@ def build_calls(records: Sequence[Rec], index: Index, memo: MessageMemo) -> Buil
             f"{len(out.calls)} calls (the file records null: lines are written while streaming)"
         )
     return out
+
+
+def _next_request(prefix: _Request, first: Rec, index: Index, memo: MessageMemo) -> _Request:
+    """The request of ``first``: the previous one extended when it is a prefix of it, else
+    built from scratch (after a compaction, a branch, records out of file order)."""
+    if prefix.extendable and prefix.first is not None and prefix.first.order < first.order:
+        new = _walk_to(prefix, first)
+        if new is not None and _grow(prefix, new, first, index, memo, _file_order):
+            prefix.first = first
+            return prefix
+    return _scratch(first, index, memo)
+
+
+def _scratch(first: Rec, index: Index, memo: MessageMemo) -> _Request:
+    chain = _chain(first)
+    boundary = chain[0] if chain and chain[0].kind == "boundary" else None
+    preserved = _preserved(boundary, chain, index)
+    state = _Request(extendable=preserved.anchor is None)
+    grown = _grow(state, chain, first, index, memo, preserved.key)
+    assert grown  # from the empty request every check holds
+    state.first = first
+    return state
+
+
+def _walk_to(prefix: _Request, first: Rec) -> list[Rec] | None:
+    """The records from the end of the previous chain to ``first`` (exclusive), in chain order;
+    None when the chain of ``first`` does not run through the previous chain's last record."""
+    new: list[Rec] = []
+    seen: set[int] = set()
+    cur = first.parent
+    end = prefix.chain[-1] if prefix.chain else None
+    while cur is not None and cur is not end:
+        if cur.kind == "boundary" or id(cur) in seen or id(cur) in prefix.in_chain:
+            return None
+        seen.add(id(cur))
+        new.append(cur)
+        cur = cur.parent
+    if cur is None:
+        return None
+    new.reverse()
+    return new
 
 
 def _chain(first: Rec) -> list[Rec]:
@@ -194,35 +243,98 @@ def _preserved(boundary: Rec | None, chain: list[Rec], index: Index) -> _Preserv
     return _Preserved(anchor, {id(r) for r in records})
 
 
-def _request_messages(
-    chain: list[Rec], first: Rec, index: Index, memo: MessageMemo, preserved: _Preserved
-) -> tuple[Message, ...]:
-    items = [r for r in chain if r.kind in _MESSAGE_KINDS]
-    items.extend(_side_results(items, first, index))
-    items.sort(key=preserved.key)
-    segments: list[tuple[Role, list[Rec]]] = []
-    placed: set[str] = set()
-    for rec in items:
-        if rec.kind == "assistant":
-            assert rec.key is not None  # assistant records always get a key
-            if rec.key in placed:
-                continue  # the whole response went in at its first line
-            placed.add(rec.key)
-            lines = [r for r in index.groups[rec.key] if r.order < first.order]
-            segments.append(("assistant", lines))
-        elif segments and segments[-1][0] == "user":
-            segments[-1][1].append(rec)
-        else:
-            segments.append(("user", [rec]))
-    return tuple(_message(role, recs, memo) for role, recs in segments)
+_NO_ORDER = (-1, -1)
 
 
-def _side_results(items: list[Rec], first: Rec, index: Index) -> list[Rec]:
-    """Records answering a tool_use of the chain that the chain itself leaves unanswered."""
+def _file_order(rec: Rec) -> _Order:
+    return (rec.order, _NO_ORDER)
+
+
+@dataclass(eq=False)
+class _Request:
+    """One request's records, kept so that the next request can extend it in time proportional
+    to what it adds (each request is the previous one plus a response and its results, so
+    rebuilding it from its whole chain made a load quadratic in its calls)."""
+
+    extendable: bool = True
+    """False after a compaction with a preserved segment (its records sort out of file order)."""
+    first: Rec | None = None
+    chain: list[Rec] = field(default_factory=list)
+    in_chain: set[int] = field(default_factory=set)
+    items: set[int] = field(default_factory=set)
+    """ids of the chain's message records and of the side results taken in."""
+    last_order: tuple[int, int] = _NO_ORDER
+    keys: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    """tool_use ids the chain or a side result answers."""
+    chain_answered: set[str] = field(default_factory=set)
+    side_taken: set[str] = field(default_factory=set)
+    """tool_use ids a side result was taken in for (the chain left them unanswered)."""
+    waiting: list[str] = field(default_factory=list)
+    """tool_use ids asked and left unanswered, with results somewhere in the read."""
+    complete: bool = True
+    """Every response placed holds all its lines (none written after the request's response)."""
+    segments: list[tuple[Role, list[Rec]]] = field(default_factory=list)
+    placed: set[str] = field(default_factory=set)
+    messages: tuple[Message, ...] = ()
+    kept: int = 0
+    """How many of ``messages`` the previous request of this object held (the same objects)."""
+
+
+def _grow(
+    state: _Request,
+    new: list[Rec],
+    first: Rec,
+    index: Index,
+    memo: MessageMemo,
+    key: Callable[[Rec], _Order],
+) -> bool:
+    """Extend ``state`` by the chain records ``new`` for the response starting at ``first``;
+    False (``state`` then unusable) when the result would differ from a rebuild."""
+    items = [r for r in new if r.kind in _MESSAGE_KINDS]
+    if items and min(r.order for r in items) <= state.last_order:
+        return False  # a record sorts into the earlier request
+    asked, answered = _asked(items, first, index, state.keys)
+    if answered & state.side_taken or not state.complete:
+        return False
+    state.chain.extend(new)
+    state.in_chain.update(map(id, new))
+    state.items.update(map(id, items))
+    state.chain_answered |= answered
+    state.answered |= answered
+    for tool_id in state.waiting:
+        if tool_id not in state.answered and _side_result(tool_id, first, index, state):
+            return False  # a result written since answers an earlier tool_use
+    state.waiting = [t for t in state.waiting if t not in state.answered]
+    extra: list[Rec] = []
+    for tool_id in asked:
+        if tool_id in state.answered:
+            continue
+        rec = _side_result(tool_id, first, index, state)
+        if rec is None:
+            if index.results.get(tool_id):
+                state.waiting.append(tool_id)
+            continue
+        if rec.order <= state.last_order:
+            return False
+        extra.append(rec)
+        state.items.add(id(rec))
+        state.side_taken.add(tool_id)
+        state.answered.update(b.tool_use_id for b in rec.blocks if isinstance(b, ToolResultBlock))
+    tail = sorted([*items, *extra], key=key)
+    if tail:
+        state.last_order = max(state.last_order, *(r.order for r in tail))
+    _place(state, tail, first, index, memo)
+    return True
+
+
+def _asked(
+    items: list[Rec], first: Rec, index: Index, keys: set[str]
+) -> tuple[list[str], set[str]]:
+    """The tool_use ids ``items`` ask (in order) and the ids they answer; ``keys`` (responses
+    already read) grows."""
     asked: list[str] = []
     answered: set[str] = set()
-    on_chain = set(map(id, items))
-    keys: set[str] = set()
     for rec in items:
         if rec.key is not None and rec.key in keys:
             continue
@@ -233,17 +345,43 @@ def _side_results(items: list[Rec], first: Rec, index: Index) -> list[Rec]:
                 answered.add(block.tool_use_id)
         if rec.key is not None:
             keys.add(rec.key)
-    extra: list[Rec] = []
-    for tool_id in asked:
-        if tool_id in answered:
-            continue
-        for rec in index.results.get(tool_id, ()):
-            if rec.order < first.order and id(rec) not in on_chain:
-                extra.append(rec)
-                on_chain.add(id(rec))
-                answered.update(b.tool_use_id for b in rec.blocks if isinstance(b, ToolResultBlock))
-                break
-    return extra
+    return asked, answered
+
+
+def _side_result(tool_id: str, first: Rec, index: Index, state: _Request) -> Rec | None:
+    """The first record off the chain, before the response, answering ``tool_id``."""
+    for rec in index.results.get(tool_id, ()):
+        if rec.order < first.order and id(rec) not in state.items:
+            return rec
+    return None
+
+
+def _place(state: _Request, tail: list[Rec], first: Rec, index: Index, memo: MessageMemo) -> None:
+    """Group ``tail`` into messages after those of ``state``: a response's lines make one
+    assistant message, the records between responses one user message."""
+    segments = state.segments
+    keep = len(segments)
+    for rec in tail:
+        if rec.kind == "assistant":
+            assert rec.key is not None  # assistant records always get a key
+            if rec.key in state.placed:
+                continue  # the whole response went in at its first line
+            state.placed.add(rec.key)
+            group = index.groups[rec.key]
+            lines = [r for r in group if r.order < first.order]
+            state.complete = state.complete and len(lines) == len(group)
+            segments.append(("assistant", lines))
+        elif segments and segments[-1][0] == "user":
+            if len(segments) == keep:
+                keep -= 1
+                segments[-1] = ("user", [*segments[-1][1], rec])
+            else:
+                segments[-1][1].append(rec)
+        else:
+            segments.append(("user", [rec]))
+    fresh = tuple(_message(role, recs, memo) for role, recs in segments[keep:])
+    state.messages = state.messages[:keep] + fresh
+    state.kept = keep
 
 
 def _response_blocks(rec: Rec, first: Rec, index: Index) -> tuple[Block, ...]:
@@ -348,7 +486,7 @@ def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) ->
         guessed = 1
         stop = "tool_use" if any(True for _ in response.tool_uses()) else "end_turn"
     call = Call(
-        request=Conversation(model=model, messages=messages),
+        request=Conversation(model=model).with_messages(messages),  # no copy of the tuple
         response=response,
         usage=usage,
         model=model,

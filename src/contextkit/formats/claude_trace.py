@@ -206,7 +206,7 @@ class _ClaudeTraceReader:
         for line, record in iter_jsonl(path, skips):
             try:
                 _read_record(record, line, found)
-            except (PayloadError, StreamError) as exc:
+            except (PayloadError, StreamError, ValueError) as exc:  # ValueError: a bad count
                 skips.fail(str(exc), line)
         session = Session(
             path=str(path),

@@ -78,7 +78,7 @@ from contextkit.formats._trajectory import (
     peek,
     stop_reason,
 )
-from contextkit.messages import Conversation, Message, parse_block
+from contextkit.messages import Conversation, Message, parse_block, token_count
 from contextkit.session import Call, LoadedFile, Session, Usage
 
 NAME = "cline"
@@ -269,11 +269,17 @@ class _Tally:
 
 def usage_from_request_info(info: Mapping[str, Any], tally: _Tally | None = None) -> Usage | None:
     """``ClineApiReqInfo`` as :class:`Usage` (None without ``tokensIn`` and ``tokensOut``)."""
-    tokens_in, out = as_int(info.get("tokensIn")), as_int(info.get("tokensOut"))
+    tokens_in, out = (
+        token_count(info.get("tokensIn"), "tokensIn"),
+        token_count(info.get("tokensOut"), "tokensOut"),
+    )
     if tokens_in is None and out is None:
         return None
     tokens_in = tokens_in or 0
-    reads, writes = as_int(info.get("cacheReads")) or 0, as_int(info.get("cacheWrites")) or 0
+    reads, writes = (
+        token_count(info.get("cacheReads"), "cacheReads") or 0,
+        token_count(info.get("cacheWrites"), "cacheWrites") or 0,
+    )
     whole = info.get("apiProtocol") == "openai" or tokens_in >= reads + writes
     if tally is not None and reads + writes and info.get("apiProtocol") is None:
         tally.decided += 1
@@ -285,11 +291,13 @@ def usage_from_request_info(info: Mapping[str, Any], tally: _Tally | None = None
 
 def _usage_from_metrics(raw: Mapping[str, Any]) -> Usage | None:
     tokens = as_mapping(as_mapping(raw.get("metrics")).get("tokens"))
-    prompt = as_int(tokens.get("prompt"))
+    prompt = token_count(tokens.get("prompt"), "prompt")
     if prompt is None:
         return None
     return Usage.from_openai(
-        prompt, as_int(tokens.get("cached")) or 0, as_int(tokens.get("completion")) or 0
+        prompt,
+        token_count(tokens.get("cached"), "cached") or 0,
+        token_count(tokens.get("completion"), "completion") or 0,
     )
 
 

@@ -63,6 +63,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    token_count,
 )
 from contextkit.session import Call, LoadedFile, Session, Usage
 
@@ -211,7 +212,10 @@ def _assistant(bubble: Mapping[str, Any], bubble_id: str) -> tuple[Message, Mess
 def usage_from_token_count(bubble: Mapping[str, Any]) -> Usage | None:
     """A bubble's ``tokenCount`` as :class:`Usage`; None when absent or all zero (unknown)."""
     counts = as_mapping(bubble.get("tokenCount"))
-    tokens_in, tokens_out = as_int(counts.get("inputTokens")), as_int(counts.get("outputTokens"))
+    tokens_in, tokens_out = (
+        token_count(counts.get("inputTokens"), "inputTokens"),
+        token_count(counts.get("outputTokens"), "outputTokens"),
+    )
     if not tokens_in and not tokens_out:
         return None
     return Usage(input_tokens=tokens_in or 0, output_tokens=tokens_out or 0)

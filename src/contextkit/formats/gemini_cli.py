@@ -45,7 +45,6 @@ from contextkit.formats._io import Skips, first_json_object, iter_jsonl, read_he
 from contextkit.formats._trajectory import (
     Reply,
     UserTurn,
-    as_int,
     as_str,
     calls_from_messages,
     load_doc,
@@ -61,6 +60,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    token_count,
 )
 from contextkit.session import LoadedFile, Session, Usage
 
@@ -237,12 +237,14 @@ def usage_from_tokens(tokens: object) -> Usage | None:
     """Gemini CLI's per-message ``tokens`` as :class:`Usage` (see the module docstring)."""
     if not isinstance(tokens, Mapping):
         return None
-    prompt = as_int(tokens.get("input"))
+    prompt = token_count(tokens.get("input"), "input")
     if prompt is None:
         return None
-    cached = as_int(tokens.get("cached")) or 0
-    tool = as_int(tokens.get("tool")) or 0
-    output = (as_int(tokens.get("output")) or 0) + (as_int(tokens.get("thoughts")) or 0)
+    cached = token_count(tokens.get("cached"), "cached") or 0
+    tool = token_count(tokens.get("tool"), "tool") or 0
+    output = (token_count(tokens.get("output"), "output") or 0) + (
+        token_count(tokens.get("thoughts"), "thoughts") or 0
+    )
     return Usage(
         input_tokens=max(prompt - cached, 0) + tool, cache_read=cached, output_tokens=output
     )

@@ -31,6 +31,7 @@ from contextkit.messages import (
     Conversation,
     Message,
     TextBlock,
+    token_count,
 )
 from contextkit.session import Call, Usage
 
@@ -40,7 +41,9 @@ def usage_from_responses(usage: Mapping[str, Any]) -> Usage:
     details = usage.get("input_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
     return Usage.from_openai(
-        int(usage.get("input_tokens") or 0), int(cached or 0), int(usage.get("output_tokens") or 0)
+        token_count(usage.get("input_tokens"), "input_tokens") or 0,
+        token_count(cached, "input_tokens_details.cached_tokens") or 0,
+        token_count(usage.get("output_tokens"), "output_tokens") or 0,
     )
 
 

@@ -78,6 +78,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    token_count,
 )
 from contextkit.session import Call, LoadedFile, Session, SkippedRecord, Usage
 
@@ -449,14 +450,14 @@ def _sent(info: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> tuple[
 def usage_from_tokens(tokens: object) -> Usage | None:
     """OpenCode's ``tokens`` as :class:`Usage` (``input`` already without the cache)."""
     tokens = as_mapping(tokens)
-    if as_int(tokens.get("input")) is None:
+    if token_count(tokens.get("input"), "input") is None:
         return None
     cache = as_mapping(tokens.get("cache"))
     return Usage(
-        input_tokens=as_int(tokens.get("input")) or 0,
-        cache_write_5m=as_int(cache.get("write")) or 0,
-        cache_read=as_int(cache.get("read")) or 0,
-        output_tokens=as_int(tokens.get("output")) or 0,
+        input_tokens=token_count(tokens.get("input"), "input") or 0,
+        cache_write_5m=token_count(cache.get("write"), "write") or 0,
+        cache_read=token_count(cache.get("read"), "read") or 0,
+        output_tokens=token_count(tokens.get("output"), "output") or 0,
     )
 
 

@@ -64,6 +64,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    token_count,
 )
 from contextkit.session import Call, LoadedFile, Session, Usage
 
@@ -295,13 +296,13 @@ def _assistant(message: Mapping[str, Any]) -> Message:
 
 def usage_from_pi(usage: object) -> Usage | None:
     """pi-ai's ``usage`` as :class:`Usage` (``input`` is already the uncached part)."""
-    if not isinstance(usage, Mapping) or as_int(usage.get("input")) is None:
+    if not isinstance(usage, Mapping) or token_count(usage.get("input"), "input") is None:
         return None
     return Usage(
-        input_tokens=as_int(usage.get("input")) or 0,
-        cache_write_5m=as_int(usage.get("cacheWrite")) or 0,
-        cache_read=as_int(usage.get("cacheRead")) or 0,
-        output_tokens=as_int(usage.get("output")) or 0,
+        input_tokens=token_count(usage.get("input"), "input") or 0,
+        cache_write_5m=token_count(usage.get("cacheWrite"), "cacheWrite") or 0,
+        cache_read=token_count(usage.get("cacheRead"), "cacheRead") or 0,
+        output_tokens=token_count(usage.get("output"), "output") or 0,
     )
 
 

@@ -56,6 +56,7 @@ from contextkit.messages._rules import (
 )
 from contextkit.messages._usage import (
     Usage,
+    token_count,
 )
 from contextkit.messages._validate import (
     validate,
@@ -104,5 +105,6 @@ __all__ = [
     "rules_for",
     "rules_for_model",
     "to_payload",
+    "token_count",
     "validate",
 ]

@@ -341,7 +341,13 @@ def extends(messages: Sequence[Message], before: Sequence[Message]) -> bool:
     n = len(before)
     if n == 0:
         return True
-    return n <= len(messages) and tuple(messages[:n]) == tuple(before)
+    if n > len(messages) or (
+        messages[n - 1] is not before[n - 1] and messages[n - 1] != before[n - 1]
+    ):
+        return False
+    if isinstance(messages, tuple) and isinstance(before, tuple):
+        return messages[:n] == before  # one slice, not two copies
+    return tuple(messages[:n]) == tuple(before)
 
 
 __all__ = [

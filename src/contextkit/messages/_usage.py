@@ -71,6 +71,16 @@ class Usage(BaseModel):
         )
 
 
+def token_count(value: object, name: str) -> int | None:
+    """``value`` as a token count: None when absent (None), else a non-negative integer (a JSON
+    number without a fraction); anything else (a string, a list, an object, a boolean,
+    ``1e999``, NaN, a negative or fractional number) is a :class:`ValueError` naming ``name``
+    (readers turn it into an error naming the file and line, or a skipped record)."""
+    if value is None:
+        return None
+    return _count({name: value}, name)
+
+
 def _count(usage: Mapping[str, Any], key: str, prefix: str = "") -> int:
     """``usage[key]`` as a token count (absent or null: 0); ValueError when it is not one."""
     value = usage.get(key)
@@ -92,4 +102,4 @@ def _tname(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-__all__ = ["Usage"]
+__all__ = ["Usage", "token_count"]

@@ -1,0 +1,260 @@
+"""Checkpoints that survive failure: a full disk during ``add`` and ``record``, a kill at every
+byte of a record, two writers on one path, errors that never quote the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from contextkit.engine import CheckpointError, ContextEngine, read_checkpoint
+from contextkit.messages import to_payload, validate
+from contextkit.testing import FixedCounter, assistant, tool_result, tool_use, user
+
+_DISK_FULL = r"""
+import json, os, resource, sys
+from contextkit.engine import CheckpointError, ContextEngine, read_checkpoint
+from contextkit.messages import to_payload, validate
+from contextkit.testing import assistant, tool_result, tool_use, user
+
+path = sys.argv[1]
+engine = ContextEngine(model="m", checkpoint_path=path, checkpoint_fsync=False)
+engine.add(user("task"))
+out = {}
+
+def full(step):
+    # the file may grow by 64 bytes more: every save from now on fails mid-record
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 64, hard))
+    try:
+        step()
+    except CheckpointError as exc:
+        return str(exc)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    return None
+
+for i in range(3):
+    engine.prepare()
+    response = assistant(f"step {i}", tool_uses=[tool_use(f"t{i}")])
+    sizes = lambda: (len(engine.tape), len(engine.calls), len(engine.view.messages))
+    before = sizes()
+    failed = full(lambda: engine.record(response, stop_reason="tool_use"))
+    out.setdefault("record", []).append(failed)
+    out.setdefault("kept", []).append(before == sizes())
+    out.setdefault("file", []).append(len(read_checkpoint(path).calls))
+    engine.record(response, stop_reason="tool_use")  # the same call again: accepted
+    result = user(tool_result(f"t{i}", "output " * 200))
+    before = len(engine.tape)
+    out.setdefault("add", []).append(full(lambda: engine.add(result)))
+    out["kept"].append(before == len(engine.tape))
+    engine.add(result)
+state = read_checkpoint(path)
+out["calls"] = len(state.calls)
+out["tape"] = [to_payload(m) for m in state.tape] == [to_payload(m) for m in engine.tape]
+out["valid"] = validate(engine.prepare().request) == ()
+out["notes"] = list(state.notes)
+print(json.dumps(out))
+"""
+
+
+def test_disk_full_during_add_and_record_is_undone_and_the_call_can_be_retried(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "engine.ckpt"
+    run = subprocess.run(
+        [sys.executable, "-c", _DISK_FULL, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    out = json.loads(run.stdout)
+    for message in [*out["record"], *out["add"]]:
+        assert message is not None
+        assert "checkpoint not written" in message
+        assert "File too large" in message
+    assert all(out["kept"])  # the engine is as before the failed call
+    assert out["file"] == [0, 1, 2]  # the checkpoint keeps the last saved state
+    assert out["calls"] == 3
+    assert out["tape"]
+    assert out["valid"]
+    assert out["notes"] == []  # the torn bytes were cut at once: nothing left to cut
+
+
+def _engine(path: Path) -> ContextEngine:
+    return ContextEngine(model="m", checkpoint_path=path, checkpoint_fsync=False)
+
+
+def _loop(engine: ContextEngine, rounds: int, start: int = 0) -> None:
+    for i in range(start, start + rounds):
+        engine.prepare()
+        engine.record(assistant(f"s{i}", tool_uses=[tool_use(f"t{i}")]), stop_reason="tool_use")
+        engine.add(user(tool_result(f"t{i}", f"r{i} é ✓")))
+
+
+def test_a_kill_at_every_byte_of_a_record_leaves_the_state_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    engine = _engine(path)
+    engine.add(user("task"))
+    _loop(engine, 2)
+    engine.prepare()
+    before = path.read_bytes()
+    engine.record(assistant("s2", tool_uses=[tool_use("t2")]), stop_reason="tool_use")
+    after = path.read_bytes()
+    assert after.startswith(before)
+    assert after.endswith(b"\n")
+    old = read_checkpoint(path)
+    assert len(old.calls) == 3
+    assert old.notes == ()
+    del engine
+    for cut in range(len(before), len(after)):
+        path.write_bytes(after[:cut])
+        state = read_checkpoint(path)
+        assert len(state.calls) == 2, cut
+        assert len(state.tape) == 5
+        assert bool(state.notes) == (cut > len(before)), cut
+    # the last torn one: resume cuts it, says so, and goes on with a valid request
+    resumed, receipts = ContextEngine.resume(path, counter=FixedCounter(), checkpoint_fsync=False)
+    assert [r.action for r in receipts] == ["cut"]
+    assert "torn last record" in receipts[0].detail
+    assert validate(resumed.prepare().request) == ()
+    resumed.record(assistant("done"), stop_reason="end_turn")
+    again = read_checkpoint(path)
+    assert again.notes == ()
+    assert len(again.calls) == 3
+
+
+def test_a_damaged_record_before_the_last_is_an_error_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    engine = _engine(path)
+    engine.add(user("task"))
+    _loop(engine, 2)
+    lines = path.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if b"r0 " in line)
+    assert at < len(lines) - 2  # not the last record
+    lines[at] = lines[at].replace(b"r0 ", b"r9 ")  # same length, wrong checksum
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(CheckpointError, match=rf"engine.ckpt:{at + 1}: damaged checkpoint record"):
+        read_checkpoint(path)
+
+
+def test_errors_never_quote_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    engine = _engine(path)
+    engine.add(user("task"))
+    _loop(engine, 1)
+    text = path.read_bytes().split(b"\n")
+    header = text[0]
+    body = json.dumps(
+        {
+            "calls": [
+                {
+                    "head": 0,
+                    "messages": [0, []],
+                    "response": None,
+                    "usage": {"input_tokens": "sk-SECRET-1234"},
+                    "model": None,
+                    "timestamp": None,
+                    "stop_reason": None,
+                    "request_id": None,
+                }
+            ]
+        }
+    )
+    raw = body.encode()
+    record = b"%x %08x " % (len(raw), zlib.crc32(raw)) + raw
+    path.write_bytes(b"\n".join([header, text[1], record, b""]))
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(path)
+    assert "engine.ckpt:3" in str(info.value)
+    assert "SECRET" not in str(info.value)
+    assert "input_tokens" in str(info.value)
+
+
+_HOLDER = """
+import sys
+from contextkit.engine import ContextEngine
+from contextkit.testing import user
+engine = ContextEngine(model="m", checkpoint_path=sys.argv[1], checkpoint_fsync=False)
+engine.add(user("task"))
+print("ready", flush=True)
+sys.stdin.readline()
+engine.add(user("more"))
+print("done", flush=True)
+"""
+
+
+def test_a_second_writer_on_one_path_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        with pytest.raises(
+            CheckpointError, match=rf"in use by another writer \(process {child.pid}"
+        ):
+            _engine(path)
+        with pytest.raises(CheckpointError, match="in use by another writer"):
+            ContextEngine.resume(path)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+        child.stdout.close()
+    assert child.returncode == 0
+    # the first writer was never disturbed; once it is gone, the path is free
+    assert [m.content for m in read_checkpoint(path).tape] == ["task", "more"]
+    resumed, _ = ContextEngine.resume(path)
+    assert len(resumed.tape) == 2
+
+
+def test_within_a_process_the_newest_writer_takes_the_path_over(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    first = _engine(path)
+    first.add(user("task"))
+    second, _ = ContextEngine.resume(path)
+    second.add(user("more"))
+    with pytest.raises(CheckpointError, match="no longer owns the checkpoint"):
+        first.add(user("stale"))
+    assert [m.content for m in first.tape] == ["task"]  # undone, like any failed save
+    assert [m.content for m in read_checkpoint(path).tape] == ["task", "more"]
+
+
+def test_checkpoint_and_lock_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "engine.ckpt"
+    engine = _engine(path)
+    engine.add(user("task"))
+    _loop(engine, 1)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "engine.ckpt.lock").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "engine.ckpt.lock").read_text() == str(os.getpid())
+
+
+def test_a_version_2_checkpoint_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "old.ckpt"
+    message = to_payload(user("task"))
+    lines = [
+        {"format": "contextkit-checkpoint", "version": 2},
+        {"messages": [message], "heads": [{"model": "m"}], "tape": [0, [0]], "view": [0, 0, [0]]},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    state = read_checkpoint(path)
+    assert [m.content for m in state.tape] == ["task"]
+    engine, _ = ContextEngine.resume(path)
+    engine.add(user("more"))
+    assert path.read_bytes()[:1] != b"{"  # rewritten as version 3
+    assert len(read_checkpoint(path).tape) == 2
