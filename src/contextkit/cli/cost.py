@@ -141,7 +141,7 @@ def cost_command(
             plot,
         )
         if fit or any(v is not None for v in others):
-            raise ConfigError("--out prices recordings as recorded, and under --strategy only")
+            raise typer.BadParameter("--out prices recordings as recorded, or under --strategy")
         specs = (AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy)
         config = FleetConfig(
             command="cost", specs=specs, per_call=per_call, lenient=lenient, format=format_name

@@ -23,7 +23,6 @@ from rich.table import Table
 
 from contextkit.cli._app import console, err_console, print_json
 from contextkit.cli._paths import discover_here
-from contextkit.errors import ConfigError
 from contextkit.fleet import (
     ENGINES,
     Engine,
@@ -70,7 +69,7 @@ FleetJobsOption = Annotated[
 def check_fleet_options(out: Path | None, per_call: bool, resume: bool, engine: str) -> None:
     """``--per-call``, ``--resume`` and ``--engine`` mean something only with ``--out``."""
     if out is None and (per_call or resume or engine != "process"):
-        raise ConfigError("--per-call, --resume and --engine need --out results.parquet")
+        raise typer.BadParameter("--per-call, --resume and --engine need --out results.parquet")
 
 
 def run_fleet_command(

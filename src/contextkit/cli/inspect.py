@@ -43,7 +43,6 @@ from contextkit.cli.fleet import (
     check_fleet_options,
     run_fleet_command,
 )
-from contextkit.errors import ConfigError
 from contextkit.fleet import FleetConfig
 from contextkit.formats import load
 from contextkit.pricing import format_cost
@@ -212,7 +211,7 @@ def inspect_command(
     check_fleet_options(out, per_call, resume, engine)
     if out is not None:
         if model is not None or plot is not None:
-            raise ConfigError("--model and --plot are not taken with --out")
+            raise typer.BadParameter("--model and --plot are not taken with --out")
         config = FleetConfig(
             command="inspect", doctor=cache, per_call=per_call, lenient=lenient, format=format_name
         )

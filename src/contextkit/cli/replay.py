@@ -178,7 +178,7 @@ def compare_command(
     check_fleet_options(out, per_call, resume, engine)
     if out is not None:
         if markdown or plot is not None:
-            raise ContextkitError("--markdown and --plot print one table: not with --out")
+            raise typer.BadParameter("--markdown and --plot print one table: not with --out")
         config = FleetConfig(
             command="compare", specs=specs, per_call=per_call, model=model, lenient=lenient
         )

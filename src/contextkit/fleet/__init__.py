@@ -13,7 +13,7 @@ pyarrow (extra ``fleet``) and ray (extra ``ray``) are imported only when used.
 from __future__ import annotations
 
 from contextkit.fleet._config import SCHEMA_VERSION, FleetConfig
-from contextkit.fleet._engines import ENGINES, Engine, default_jobs, map_files
+from contextkit.fleet._engines import ENGINES, Engine, default_jobs, import_ray, map_files
 from contextkit.fleet._output import calls_path
 from contextkit.fleet._run import FleetSummary, run_fleet, summarize
 from contextkit.fleet._schema import CALL_COLUMNS, SESSION_COLUMNS, Column
@@ -33,6 +33,7 @@ __all__ = [
     "FleetSummary",
     "calls_path",
     "default_jobs",
+    "import_ray",
     "map_files",
     "process_file",
     "project_of",

@@ -94,9 +94,6 @@ def _ray(items: Iterator[Item], config: FleetConfig, jobs: int) -> Iterator[File
     ray = import_ray()
     started = not ray.is_initialized()
     if started:
-        # Workers run this interpreter (under `uv run`, Ray would otherwise build a uv
-        # environment per worker from the working directory).
-        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
         ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
     try:
         cpus = int(ray.cluster_resources().get("CPU", jobs))
@@ -113,6 +110,10 @@ def _ray(items: Iterator[Item], config: FleetConfig, jobs: int) -> Iterator[File
 
 
 def import_ray() -> Any:
+    """``ray``, or an error naming the extra. Its workers run this interpreter: under ``uv run``
+    Ray would otherwise ship the working directory and build a uv environment for each worker
+    (``RAY_ENABLE_UV_RUN_RUNTIME_ENV``, read when ray is first imported)."""
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     try:
         import ray  # noqa: PLC0415  (optional extra, heavy: imported only for --engine ray)
     except ImportError:
