@@ -375,10 +375,116 @@ The same numbers from the command line: `contextkit cost PATH...` on recorded se
 ]
 
 
+FLEET: list[Cell] = [
+    md("""
+# 4. A fleet of sessions in DuckDB
+
+`contextkit compare DIR --out results.parquet` (and `cost`, `inspect --cache`) stream one row per
+session and strategy to Parquet, so questions over a whole history are SQL. This notebook writes a
+synthetic fleet of Claude Code sessions (sizes drawn from fits to the recorded corpus, seeded),
+runs the same work the command line runs, and asks three questions with DuckDB: cost per day and
+model, the top causes of cache writes, and the best strategy per project. Offline, in seconds.
+See `docs/fleet.md` for every column.
+"""),
+    code("""
+import tempfile
+from pathlib import Path
+
+import duckdb
+import matplotlib.pyplot as plt
+
+from contextkit.fleet import FleetConfig, run_fleet
+from contextkit.fleet.synthetic import write_fleet
+
+work = Path(tempfile.mkdtemp(prefix="contextkit-fleet-"))
+write_fleet(work / "projects", 20, seed=11, max_calls=30)
+config = FleetConfig(
+    specs=("as-recorded", "evict-tool-results", "sliding-window"), doctor=True, per_call=True
+)
+summary = run_fleet([work / "projects"], config, work / "results.parquet", engine="serial")
+print(f"{summary.files} files, {summary.computed} session x strategy rows computed")
+db = duckdb.connect()
+db.execute(f"CREATE VIEW results AS SELECT * FROM '{work / 'results.parquet'}'")
+db.execute(f"CREATE VIEW calls AS SELECT * FROM '{work / 'results.calls.parquet'}'")
+"""),
+    md("""
+## Cost per day and model
+
+The recorded bill (`strategy = 'as-recorded'`), summed per day the session started.
+"""),
+    code("""
+per_day = db.sql('''
+    SELECT day, model, count(*) AS sessions, round(sum(cost_usd), 2) AS usd
+    FROM results WHERE status = 'ok' AND strategy = 'as-recorded'
+    GROUP BY ALL ORDER BY day, model
+''')
+per_day.limit(8).show()
+rows = per_day.fetchall()
+days = sorted({r[0] for r in rows})
+fig, ax = plt.subplots(figsize=(9, 3))
+bottom = [0.0] * len(days)
+for model in sorted({r[1] for r in rows}):
+    usd = [sum(r[3] for r in rows if r[0] == d and r[1] == model) for d in days]
+    ax.bar([d.isoformat()[5:] for d in days], usd, bottom=bottom, label=model)
+    bottom = [b + u for b, u in zip(bottom, usd)]
+ax.set_title("recorded cost per day (USD)")
+ax.tick_params(axis="x", labelrotation=90)
+ax.legend()
+plt.tight_layout()
+plt.show()
+"""),
+    md("""
+## Top causes of cache writes
+
+The cache doctor names a cause for every token the recordings wrote to the cache (`cache_causes`,
+a list per session); `new content` is the history growing, the rest is rewriting. The per-call
+table names the cause of most of each call's writes (`miss_cause`).
+"""),
+    code("""
+db.sql('''
+    SELECT c.cause, sum(c.calls) AS calls, sum(c.tokens) AS tokens, round(sum(c.usd), 2) AS usd
+    FROM (SELECT unnest(cache_causes) AS c FROM results WHERE status = 'ok')
+    GROUP BY ALL ORDER BY usd DESC
+''').show()
+db.sql('''
+    SELECT miss_cause, count(*) AS calls, sum(miss_tokens) AS tokens FROM calls
+    WHERE miss_cause IS NOT NULL GROUP BY ALL ORDER BY tokens DESC
+''').show()
+"""),
+    md("""
+## Best strategy per project
+
+The cheapest strategy that kept recall at 0.9 or more with no call over the window, its saving
+against the recorded bill, and a 95% interval on that saving (sessions as independent draws).
+"""),
+    code("""
+db.sql('''
+    WITH base AS (
+        SELECT file, session_index, cost_usd AS recorded FROM results
+        WHERE status = 'ok' AND strategy = 'as-recorded'),
+    per AS (
+        SELECT project, strategy, count(*) AS n, sum(cost_usd) AS usd, avg(recall) AS recall,
+               sum(overflow_calls) AS overflows, sum(recorded - cost_usd) AS saved,
+               1.96 * stddev_samp(recorded - cost_usd) * sqrt(count(*)) AS ci95
+        FROM results JOIN base USING (file, session_index)
+        WHERE status = 'ok' AND strategy <> 'as-recorded' GROUP BY ALL)
+    SELECT project, arg_min(strategy, usd) AS best, round(min(usd), 2) AS usd,
+           round(arg_min(saved, usd), 2) AS saved_usd, round(arg_min(ci95, usd), 2) AS ci95_usd
+    FROM per WHERE recall >= 0.9 AND overflows = 0 GROUP BY project ORDER BY project
+''').show()
+"""),
+    md("""
+The same from the command line: `contextkit compare DIR --out results.parquet --per-call`
+(`--engine ray` on a Ray cluster, `--resume` after an interruption), then DuckDB on the file.
+"""),
+]
+
+
 NOTEBOOKS = {
     "01-array-is-the-state.ipynb": ARRAY_IS_THE_STATE,
     "02-strategies-compared.ipynb": STRATEGIES_COMPARED,
     "03-cost-per-ticket.ipynb": COST_PER_TICKET,
+    "04-fleet-in-duckdb.ipynb": FLEET,
 }
 
 

@@ -33,6 +33,16 @@ from rich.table import Table
 
 from contextkit.cli._app import FormatOption, app, console, console_error, print_json
 from contextkit.cli._paths import select_paths
+from contextkit.cli.fleet import (
+    EngineOption,
+    FleetJobsOption,
+    OutOption,
+    PerCallOption,
+    QuietOption,
+    ResumeOption,
+    check_fleet_options,
+    run_fleet_command,
+)
 from contextkit.errors import ConfigError, ContextkitError
 from contextkit.estimate import (
     CacheMode,
@@ -46,6 +56,8 @@ from contextkit.estimate import (
     load_profile,
     plot_report,
 )
+from contextkit.fleet import FleetConfig
+from contextkit.replay import AS_RECORDED
 
 
 def _signed(value: str | None) -> int | None:
@@ -108,8 +120,44 @@ def cost_command(
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")] = None,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
     format_name: FormatOption = None,
+    out: OutOption = None,
+    per_call: PerCallOption = False,
+    resume: ResumeOption = False,
+    engine: EngineOption = "process",
+    jobs: FleetJobsOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Cost per ticket, its distribution and breakdown, and what-ifs against it."""
+    check_fleet_options(out, per_call, resume, engine)
+    if out is not None:
+        others = (
+            profile,
+            model,
+            add_tools,
+            add_tools_file,
+            tool_tokens,
+            system_tokens,
+            cache,
+            plot,
+        )
+        if fit or any(v is not None for v in others):
+            raise typer.BadParameter("--out prices recordings as recorded, or under --strategy")
+        specs = (AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy)
+        config = FleetConfig(
+            command="cost", specs=specs, per_call=per_call, lenient=lenient, format=format_name
+        )
+        run_fleet_command(
+            paths,
+            every,
+            config,
+            out,
+            engine=engine,
+            jobs=jobs,
+            resume=resume,
+            quiet=quiet,
+            as_json=json_out,
+        )
+        return
     try:
         what = WhatIfs(
             add_tools=add_tools,

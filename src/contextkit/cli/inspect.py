@@ -33,6 +33,17 @@ from contextkit.accounting import (
 from contextkit.accounting.plots import save_session_plots
 from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import print_skipped, select_paths
+from contextkit.cli.fleet import (
+    EngineOption,
+    FleetJobsOption,
+    OutOption,
+    PerCallOption,
+    QuietOption,
+    ResumeOption,
+    check_fleet_options,
+    run_fleet_command,
+)
+from contextkit.fleet import FleetConfig
 from contextkit.formats import load
 from contextkit.pricing import format_cost
 
@@ -189,8 +200,33 @@ def inspect_command(
         ),
     ] = False,
     format_name: FormatOption = None,
+    out: OutOption = None,
+    per_call: PerCallOption = False,
+    resume: ResumeOption = False,
+    engine: EngineOption = "process",
+    jobs: FleetJobsOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
+    check_fleet_options(out, per_call, resume, engine)
+    if out is not None:
+        if model is not None or plot is not None:
+            raise typer.BadParameter("--model and --plot are not taken with --out")
+        config = FleetConfig(
+            command="inspect", doctor=cache, per_call=per_call, lenient=lenient, format=format_name
+        )
+        run_fleet_command(
+            files,
+            every,
+            config,
+            out,
+            engine=engine,
+            jobs=jobs,
+            resume=resume,
+            quiet=quiet,
+            as_json=json_out,
+        )
+        return
     selection = select_paths(files, every)
     print_skipped(selection.skipped)
     reports = inspect_files(list(selection.files), model, lenient, format_name)

@@ -18,7 +18,18 @@ from rich.table import Table
 
 from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import select_paths
+from contextkit.cli.fleet import (
+    EngineOption,
+    FleetJobsOption,
+    OutOption,
+    PerCallOption,
+    QuietOption,
+    ResumeOption,
+    check_fleet_options,
+    run_fleet_command,
+)
 from contextkit.errors import ContextkitError
+from contextkit.fleet import FleetConfig
 from contextkit.formats import load
 from contextkit.formats.anthropic import write_requests_jsonl
 from contextkit.replay import (
@@ -153,12 +164,36 @@ def compare_command(
         bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
     ] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = 1,
+    jobs: FleetJobsOption = None,
     lenient: _Lenient = False,
     model: _Model = None,
+    out: OutOption = None,
+    per_call: PerCallOption = False,
+    resume: ResumeOption = False,
+    engine: EngineOption = "process",
+    quiet: QuietOption = False,
 ) -> None:
     """Replay every session under every strategy and compare."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
+    check_fleet_options(out, per_call, resume, engine)
+    if out is not None:
+        if markdown or plot is not None:
+            raise typer.BadParameter("--markdown and --plot print one table: not with --out")
+        config = FleetConfig(
+            command="compare", specs=specs, per_call=per_call, model=model, lenient=lenient
+        )
+        run_fleet_command(
+            paths,
+            every,
+            config,
+            out,
+            engine=engine,
+            jobs=jobs,
+            resume=resume,
+            quiet=quiet,
+            as_json=as_json,
+        )
+        return
     found = select_paths(paths, every)
     if not found.files:  # discovery found nothing (and said so): nothing to compare
         if as_json:
@@ -169,7 +204,7 @@ def compare_command(
         results = compare(
             found.files,
             specs,
-            jobs=jobs,
+            jobs=jobs or 1,
             lenient=lenient,
             model=model,
             on_done=lambda _: progress.advance(task),

@@ -1,0 +1,154 @@
+"""The fleet code path of ``compare``, ``cost`` and ``inspect``: ``--out results.parquet``.
+
+With ``--out``, a command walks its folders lazily and streams one row per session x strategy
+(``--per-call``: and one per call, to ``<stem>.calls.parquet``) to Parquet as results come
+(:func:`contextkit.fleet.run_fleet`), on ``--engine process`` (default, ``--jobs N``, default: the
+cores), ``serial`` or ``ray``. Progress goes to stderr (off when stderr is not a terminal, or with
+``--quiet``). ``--resume`` keeps the rows an interrupted run wrote and computes only the rest.
+Unreadable files are listed on stderr and are rows with ``status`` ``error`` in the output (exit
+code 2 after everything else is written, as without ``--out``). At the end: a table of totals per
+strategy over the whole output (``--json``: the run's summary as one document).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from contextkit.cli._app import console, err_console, print_json
+from contextkit.cli._paths import discover_here
+from contextkit.fleet import (
+    ENGINES,
+    Engine,
+    FileOutcome,
+    FleetConfig,
+    FleetSummary,
+    calls_path,
+    run_fleet,
+)
+
+
+def _check_engine(value: str) -> str:
+    if value not in ENGINES:
+        raise typer.BadParameter(f"unknown engine {value!r} (known: {', '.join(ENGINES)})")
+    return value
+
+
+OutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Stream one row per session x strategy to this Parquet file (docs/fleet.md).",
+    ),
+]
+PerCallOption = Annotated[
+    bool, typer.Option("--per-call", help="With --out: also one row per call (.calls.parquet).")
+]
+ResumeOption = Annotated[
+    bool, typer.Option("--resume", help="With --out: keep rows already written, compute the rest.")
+]
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        "--engine", help="With --out: process (pool), serial or ray.", callback=_check_engine
+    ),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+FleetJobsOption = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", min=1, help="Processes (with --out, default: the cores)."),
+]
+
+
+def check_fleet_options(out: Path | None, per_call: bool, resume: bool, engine: str) -> None:
+    """``--per-call``, ``--resume`` and ``--engine`` mean something only with ``--out``."""
+    if out is None and (per_call or resume or engine != "process"):
+        raise typer.BadParameter("--per-call, --resume and --engine need --out results.parquet")
+
+
+def run_fleet_command(
+    paths: list[Path] | None,
+    every: bool,
+    config: FleetConfig,
+    out: Path,
+    *,
+    engine: str,
+    jobs: int | None,
+    resume: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Run ``config`` over ``paths`` (and, with none or ``--all``, what discovery finds) into
+    ``out``, then print the summary; exit 2 if a file could not be read."""
+    named = list(paths or [])
+    if every or not named:
+        named += [p for d in discover_here() for p in d.files]
+        if not named:  # discovery found nothing (and said so)
+            return
+    show = not quiet and sys.stderr.isatty()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=not show) as progress:
+        task = progress.add_task("", total=None)
+        counts = {"files": 0, "rows": 0}
+
+        def advance(outcome: FileOutcome) -> None:
+            counts["files"] += 1
+            counts["rows"] += len(outcome.sessions)
+            progress.update(task, description=f"{counts['files']:,} files, {counts['rows']:,} rows")
+
+        try:
+            summary = run_fleet(
+                named,
+                config,
+                out,
+                engine=cast(Engine, engine),  # checked by the option's callback
+                jobs=jobs,
+                resume=resume,
+                on_file=advance,
+            )
+        except KeyboardInterrupt:
+            err_console.print(
+                f"interrupted: the rows computed so far are kept; run again with --resume "
+                f"to finish {escape(str(out))}",
+                highlight=False,
+            )
+            raise typer.Exit(130) from None
+    _report(summary, config, as_json)
+    if summary.errors:
+        raise typer.Exit(2)
+
+
+def _report(summary: FleetSummary, config: FleetConfig, as_json: bool) -> None:
+    for path, reason in summary.skipped:
+        err_console.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", soft_wrap=True)
+    for path, reason in summary.errors:
+        err_console.print(f"[red]could not read[/] {escape(reason or path)}", soft_wrap=True)
+    if as_json:
+        print_json(summary.to_json())
+        return
+    table = Table(title=f"{summary.out}: totals per strategy")
+    for col in ("strategy", "sessions", "calls", "cost", "unpriced", "mean recall"):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    for name, t in summary.strategies.items():
+        table.add_row(
+            name,
+            f"{t['sessions']:,}",
+            f"{t['calls']:,}",
+            f"${t['cost_usd']:,.2f}",
+            f"{t['unpriced']:,}",
+            f"{t['recall']:.3f}",
+        )
+    console.print(table)
+    also = f" and {calls_path(summary.out)}" if config.per_call else ""
+    console.print(
+        f"{summary.files:,} files: {summary.computed_files:,} computed, "
+        f"{summary.reused_files:,} reused from the output, {len(summary.errors):,} unreadable, "
+        f"{len(summary.skipped):,} not recognised; rows in {summary.out}{also}",
+        highlight=False,
+    )
