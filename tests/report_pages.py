@@ -104,6 +104,7 @@ return Array.from(document.querySelectorAll('svg')).map(function (svg) {
 _LOAD_JS = """
 var nav = performance.getEntriesByType('navigation')[0];
 return {load_ms: nav.loadEventEnd - nav.startTime,
+        overflow_px: document.documentElement.scrollWidth - window.innerWidth,
         resources: performance.getEntriesByType('resource').map(function (r) { return r.name; })};
 """
 
@@ -115,6 +116,8 @@ class PageCheck:
     """URLs the page fetched beyond itself (a self-contained page fetches none)."""
     charts: list[dict[str, Any]]
     """Per ``<svg>`` after every section was expanded: its box, drawn elements and title."""
+    overflow_px: int
+    """How far the page is wider than the window (0 or less: it fits)."""
     log: list[dict[str, Any]]
     """The browser's console log."""
     screenshot: Path
@@ -134,6 +137,7 @@ def check_page(driver: Any, page: Path, screenshot: Path) -> PageCheck:
         load_ms=float(loaded["load_ms"]),
         resources=list(loaded["resources"]),
         charts=list(charts),
+        overflow_px=int(loaded["overflow_px"]),
         log=list(driver.get_log("browser")),
         screenshot=screenshot,
     )

@@ -55,6 +55,7 @@ def _assert_renders(check: PageCheck, page: str) -> None:
     errors = [entry for entry in check.log if entry["level"] == "SEVERE"]
     assert errors == [], errors
     assert check.resources == []  # self-contained: nothing fetched beyond the file itself
+    assert check.overflow_px <= 0  # no horizontal scrolling: long names and results wrap
     assert len(check.charts) == len(re.findall(r"<svg\b", page)) > 0
     blank = [c for c in check.charts if not (c["w"] > 0 and c["h"] > 0 and c["drawn"] > 0)]
     assert blank == [], blank
@@ -108,7 +109,7 @@ def test_markup_from_a_recording_never_runs(driver: Any, tmp_path: Path) -> None
     _assert_renders(check, page)
     assert driver.execute_script("return window.__pwned === undefined")
     assert driver.execute_script("return document.images.length") == 0
-    shown = driver.find_element("css selector", "#heavy + p + table pre").text
+    shown = driver.find_element("css selector", "#heavy + p + div.scroll pre").text
     assert shown.startswith("<script>window.__pwned = 1</script>")
 
 

@@ -315,7 +315,7 @@ def _read(files: Sequence[Path], roots: Sequence[Path], lenient: bool, fmt: str 
             found = [s for s in top.all_sessions() if s.calls]
             for s in found:
                 many = len(loaded.sessions) > 1 or s is not top
-                sid = f" #{s.session_id[:8]}" if many and s.session_id else ""
+                sid = f" #{_short_id(s.session_id)}" if many and s.session_id else ""
                 out.sessions.append(session_facts(s, base + sid, project))
             if found:
                 out.tickets.append(Ticket(base, tuple(found)))
@@ -357,6 +357,12 @@ def build_report(
         warnings=tuple(dict.fromkeys(str(w.message) for w in caught)),
         elapsed_s=time.perf_counter() - start,
     )
+
+
+def _short_id(session_id: str) -> str:
+    """A uuid's first eight characters; other ids (a date, a name) whole, up to 24."""
+    hexish = all(c in "0123456789abcdef-" for c in session_id.lower())
+    return session_id[:8] if hexish and len(session_id) > 12 else session_id[:24]
 
 
 def _cost_key(s: SessionFacts) -> tuple[float, str]:

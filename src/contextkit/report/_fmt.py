@@ -24,15 +24,16 @@ def times(value: float | None) -> str:
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
-    """An HTML table; cells are already-escaped HTML; ``numeric`` columns align right."""
+    """An HTML table (in a box that scrolls sideways when it is wider than the page); cells are
+    already-escaped HTML; ``numeric`` columns align right."""
     cls = [' class="n"' if i in numeric else "" for i in range(len(head))]
-    out = ["<table><thead><tr>"]
+    out = ['<div class="scroll"><table><thead><tr>']
     out.extend(f"<th{c}>{e(h)}</th>" for h, c in zip(head, cls, strict=True))
     out.append("</tr></thead><tbody>")
     for row in rows:
         out.append("<tr>" + "".join(f"<td{c}>{v}</td>" for v, c in zip(row, cls, strict=True)))
         out.append("</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 

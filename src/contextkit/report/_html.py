@@ -30,16 +30,18 @@ h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-b
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}.card{border:1px solid #ddd;
 border-radius:6px;padding:8px 12px;min-width:140px}.card b{display:block;font-size:18px}
 table{border-collapse:collapse;width:100%;margin:6px 0 12px;font-size:13px}
-th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;
+overflow-wrap:anywhere}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 code,pre{font:12px/1.4 ui-monospace,monospace;background:#f6f6f6}
-pre{white-space:pre-wrap;word-break:break-all;max-height:7em;overflow:auto;margin:0;padding:3px}
+pre{white-space:pre-wrap;word-break:break-all;max-height:7em;max-width:36em;overflow:auto;
+margin:0;padding:3px}summary code,td code{word-break:break-all}
 .note{color:#666;font-size:12.5px}.bad{color:#a00}
 .legend span{margin-right:14px}.legend i{display:inline-block;width:11px;height:11px;
 margin-right:4px;vertical-align:-1px}
 details{border:1px solid #eee;border-radius:4px;margin:4px 0;padding:2px 8px}
 summary{cursor:pointer}svg.chart{display:block;margin:4px 0}
-button{font:inherit;margin-right:6px}
+button{font:inherit;margin-right:6px}.scroll{overflow-x:auto}
 """
 
 _JS = """

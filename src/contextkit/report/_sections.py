@@ -281,6 +281,7 @@ def strategies(data: ReportData) -> str:
         )
     specs = list(dict.fromkeys(r["strategy"] for r in data.strategies))
     sessions = _by_session(data.strategies)
+    names = {(s.path, s.session_id): s.name for s in data.sessions}
     totals: dict[str, float] = defaultdict(float)
     recall: dict[str, list[float]] = defaultdict(list)
     rows = []
@@ -302,7 +303,7 @@ def strategies(data: ReportData) -> str:
             )
         summaries = {k: v["summary"] for k, v in row["by"].items()}
         verdict = best_saving(summaries, row["calls"]) if AS_RECORDED in summaries else ""
-        name = path + (f" #{sid[:8]}" if sid else "")
+        name = names.get((path, sid), path)
         rows.append((f"<code>{e(name)}</code>", f"{row['calls']:,}", *cells, e(verdict)))
     bars = [
         Bar(k, totals[k], f"{k}: {usd(totals[k])}, mean recall {_mean(recall[k]):.3f}")
