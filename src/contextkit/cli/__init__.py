@@ -18,6 +18,7 @@ from contextkit.cli import cost as _cost  # noqa: F401  (registers commands)
 from contextkit.cli import demo as _demo  # noqa: F401  (registers commands)
 from contextkit.cli import inspect as _inspect  # noqa: F401  (registers commands)
 from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
+from contextkit.cli import report as _report  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
 from contextkit.cli._app import app, console_error, err_console
 from contextkit.errors import ContextkitError, FormatError
