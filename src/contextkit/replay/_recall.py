@@ -188,6 +188,12 @@ def score_sets(
     return _lost(needed, view_facts, view_system)
 
 
+def needed_facts(facts: AbstractSet[str], tape_facts: set[str], tape_system: str) -> set[str]:
+    """The facts of ``facts`` the tape held (messages or system): what :func:`score_sets`
+    counts as needed."""
+    return _needed(facts, tape_facts & facts, tape_system)
+
+
 def _all_kept(needed: int) -> CallRecall:
     """``CallRecall(needed, needed, ())``, one per count (it is frozen: sharing is safe, and
     cheaper than building a frozen dataclass per call)."""
@@ -210,21 +216,38 @@ class RecallReport:
     kept: int
     examples: tuple[tuple[int, str], ...]
     """(call index, lost fact), the first few."""
+    weighted_needed: float = 0.0
+    weighted_kept: float = 0.0
+    """The same counts with each fact weighted by its rarity (:class:`FactWeights`)."""
 
     @property
     def recall(self) -> float:
         """Share of needed facts still held (1.0 when nothing was needed)."""
         return self.kept / self.needed if self.needed else 1.0
 
+    @property
+    def weighted_recall(self) -> float:
+        """Share of the needed facts' rarity weight still held (1.0 when none was needed)."""
+        if self.weighted_needed <= 0:
+            return 1.0
+        return self.weighted_kept / self.weighted_needed
 
-def summarise(calls: Iterable[CallRecall], max_examples: int = 12) -> RecallReport:
+
+def summarise(
+    calls: Iterable[CallRecall],
+    max_examples: int = 12,
+    weighted: Sequence[tuple[float, float]] = (),
+) -> RecallReport:
+    """The session's recall; ``weighted``: (needed, kept) rarity weight per call."""
     needed = kept = 0
     examples: list[tuple[int, str]] = []
     for i, call in enumerate(calls):
         needed += call.needed
         kept += call.kept
         examples.extend((i, f) for f in call.lost[: max(0, max_examples - len(examples))])
-    return RecallReport(needed, kept, tuple(examples))
+    w_needed = sum(w for w, _ in weighted)
+    w_kept = sum(k for _, k in weighted)
+    return RecallReport(needed, kept, tuple(examples), w_needed, w_kept)
 
 
 __all__ = [
@@ -234,6 +257,7 @@ __all__ = [
     "RecallReport",
     "extract_facts",
     "message_text",
+    "needed_facts",
     "score_call",
     "score_facts",
     "score_sets",
