@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from contextkit.cli import app
 from contextkit.demo import (
     BASELINE,
-    RECALL_FLOOR,
     TICKET_CLASSES,
     TICKET_PARTS,
     DemoResult,
@@ -24,6 +23,7 @@ from contextkit.demo import (
     pick_best,
     run_demo,
 )
+from contextkit.replay import SPAN_FLOOR
 from contextkit.strategies import PRESETS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -110,7 +110,9 @@ def test_ticket_breakdown_adds_up_to_the_replay_cost(small: DemoResult) -> None:
 def test_best_is_the_cheapest_qualifying_strategy(small: DemoResult) -> None:
     def qualifies(name: str) -> bool:
         rep = small.replay_of(name)
-        return rep.recall.recall >= RECALL_FLOOR and not any(r.overflow for r in rep.rows)
+        assert rep.quality is not None
+        strict = rep.quality.span_recall >= SPAN_FLOOR and rep.quality.edit_feasibility == 1.0
+        return strict and not any(r.overflow for r in rep.rows)
 
     costs = {r.strategy: r.cost_usd for r in small.replays if qualifies(r.strategy)}
     assert small.best is not None  # none itself qualifies on a short session
@@ -121,7 +123,7 @@ def test_best_is_the_cheapest_qualifying_strategy(small: DemoResult) -> None:
     # A strategy that only ties with the full tape is not called best.
     if small.best != BASELINE:
         assert small.saving(small.best) is not None
-    assert pick_best(small.replays, recall_floor=1.01) is None
+    assert pick_best(small.replays, span_floor=1.01) is None
 
 
 def test_same_arguments_same_numbers(small: DemoResult) -> None:

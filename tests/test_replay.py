@@ -37,6 +37,7 @@ from contextkit.messages import (
 from contextkit.pricing import ModelPrice
 from contextkit.replay import (
     AS_RECORDED,
+    ORACLE,
     best_saving,
     compare,
     compare_file,
@@ -44,9 +45,10 @@ from contextkit.replay import (
     replay,
     replay_as_recorded,
     run_strategy,
+    savings,
     with_default_model,
 )
-from contextkit.replay._replay import _known
+from contextkit.replay._walk import _known
 from contextkit.session import Call, Session, Usage
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
 from contextkit.strategies.config import strategy_from_spec
@@ -69,6 +71,14 @@ SUMMARY_KEYS = {
     "compactions",
     "overflow_calls",
     "recall",
+    "simulated_cost_usd",
+    "weighted_recall",
+    "span_recall",
+    "spans",
+    "edit_feasibility",
+    "edits",
+    "edits_infeasible",
+    "edits_unseen",
 }
 
 
@@ -619,37 +629,58 @@ def test_compare_markdown_table(session_file: Path, tmp_path: Path) -> None:
     assert lines[0] == "| session | calls | as-recorded | none | best vs as-recorded |"
     assert lines[1] == "|---|---|---|---|---|"
     assert sorted(line.split(" | ")[0] for line in lines[2:]) == ["| loop.jsonl", "| short.jsonl"]
-    assert all(line.count("$") == 2 and "1.00 | none " in line for line in lines[2:])
+    # $cost / copied-span recall / feasible edits, and the best against as-recorded
+    assert all(line.count("$") == 2 and "1.00 / 100% | none " in line for line in lines[2:])
     assert all("no strategy acted (peak context" in line for line in lines[2:])
 
 
-def _summary(cost: float | None, recall: float = 1.0, **more: int) -> dict[str, Any]:
-    base = {"cost_usd": cost, "recall": recall, "overflow_calls": 0, "compactions": 0}
-    return base | {"peak_context_tokens": 50_000} | more
+def _summary(
+    cost: float | None, spans: float = 1.0, edits: float = 1.0, **more: int
+) -> dict[str, Any]:
+    base = {"cost_usd": cost, "recall": 1.0, "overflow_calls": 0, "compactions": 0}
+    strict = {"span_recall": spans, "edit_feasibility": edits}
+    return base | strict | {"peak_context_tokens": 50_000} | more
 
 
 def test_best_saving_names_the_cheapest_fit_and_says_why_it_falls_short() -> None:
     row = {
         AS_RECORDED: _summary(10.0),
         "none": _summary(9.0),
-        "evict": _summary(6.0, 0.95, compactions=4),
-        "lossy": _summary(2.0, 0.5, compactions=9),  # cheapest, but loses too much
+        "evict": _summary(6.0, 0.96, compactions=4),
+        "lossy": _summary(2.0, 0.5, compactions=9),  # cheapest, but loses copied text
+        "no-edit": _summary(3.0, 1.0, 0.99, compactions=9),  # loses one edit in a hundred
         "over": _summary(1.0, overflow_calls=2),  # cheaper still, but overflows
+        ORACLE: _summary(0.5, compactions=2),  # a bound, never the best
     }
-    assert best_saving(row, calls=40) == "evict -40%"
-    row["evict"] = _summary(8.0, 0.95, compactions=4)
-    assert best_saving(row, calls=40) == "evict -20%, 11% vs none"
+    assert best_saving(row, calls=40) == "evict -40%, -33% vs none"
+    row["evict"] = _summary(8.0, 0.96, compactions=4)
+    assert best_saving(row, calls=40) == "evict -20%, -11% vs none"
     quiet = {AS_RECORDED: _summary(10.0), "none": _summary(10.5), "evict": _summary(10.5)}
     assert best_saving(quiet, calls=5) == "none +5%: no strategy acted (peak context 50,000 tokens)"
     assert best_saving(quiet, calls=1) == "none +5%: one call, nothing to compact"
     unbilled = {AS_RECORDED: _summary(None), "none": _summary(1.0)}
-    assert best_saving(unbilled, 3) == "no bill (usage or price unknown)"
+    assert best_saving(unbilled, 3) == "no as-recorded cost (usage or price unknown)"
     only_lossy = {**quiet, "lossy": _summary(2.0, 0.5, compactions=3)}
     assert best_saving(only_lossy, calls=5) == (
-        "none +5%: only strategies below recall 0.9 or over the window acted"
+        "none +5%: only strategies that lost copied text or edits acted"
     )
     lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, 0.5, compactions=1)}
-    assert best_saving(lossy, 3) == "no strategy kept recall >= 0.9 in the window"
+    assert best_saving(lossy, 3) == (
+        "no strategy kept copied spans >= 0.95 and every edit in the window"
+    )
+
+
+def test_savings_are_against_the_simulated_recording_none_and_the_oracle() -> None:
+    recorded = _summary(12.0) | {"simulated_cost_usd": 10.0}  # billed 12, simulated 10
+    row = {AS_RECORDED: recorded, "none": _summary(20.0), "evict": _summary(8.0)}
+    row[ORACLE] = _summary(5.0)
+    saved = savings(row)
+    assert saved["evict"] == pytest.approx(
+        {"vs_as_recorded": -0.2, "vs_none": -0.6, "vs_oracle": 0.6}
+    )
+    assert saved[AS_RECORDED]["vs_as_recorded"] == 0.0
+    assert saved[AS_RECORDED]["vs_none"] == pytest.approx(-0.5)  # simulated, not billed
+    assert saved[ORACLE]["vs_oracle"] == 0.0
 
 
 def test_default_model_fills_only_calls_that_name_none() -> None:

@@ -20,7 +20,6 @@ from contextkit.cli._app import app, console, print_json
 from contextkit.demo import (
     BASELINE,
     BEST_RULE,
-    RECALL_FLOOR,
     TICKET_CLASSES,
     TICKET_PARTS,
     DemoResult,
@@ -102,7 +101,7 @@ def _table(title: str) -> Table:
 
 _COMPARE = (
     *("strategy", "cost", "vs\nnone", "cache\nread", "cache\nwrite", "peak\nctx"),
-    *("compac-\ntions", "over-\nflows", "recall"),
+    *("compac-\ntions", "over-\nflows", "recall", "copied\nspans", "edits\nfeasible"),
 )
 
 
@@ -129,6 +128,8 @@ def _print_comparison(result: DemoResult) -> None:
             str(m["compactions"]),
             f"[red]{overflows}[/]" if overflows else "0",
             f"{m['recall']:.3f}",
+            f"{m['span_recall']:.3f}",
+            f"{m['edit_feasibility']:.0%}",
             style="bold green" if rep.strategy == result.best else None,
         )
     console.print(table)
@@ -169,8 +170,8 @@ def _print_best(result: DemoResult) -> None:
         return
     if result.best == BASELINE:
         console.print(
-            f"No strategy with recall >= {RECALL_FLOOR} and no overflow is cheaper than the "
-            f"full tape on this session: best = {BASELINE}."
+            f"No strategy that keeps the copied text and edits ({BEST_RULE}) is cheaper "
+            f"than the full tape on this session: best = {BASELINE}."
         )
         return
     best = result.replay_of(result.best)
@@ -179,5 +180,11 @@ def _print_best(result: DemoResult) -> None:
     console.print(
         f"Best: [bold green]{result.best}[/] at {_money(best.cost_usd)} per ticket saves "
         f"{_money(saved[0] if saved else None)}{share} against {BASELINE}, "
-        f"recall {best.recall.recall:.3f}.\n[dim]best = {BEST_RULE}.[/]"
+        f"recall {best.recall.recall:.3f}, copied spans {_spans(best)}.\n"
+        f"[dim]best = {BEST_RULE}.[/]"
     )
+
+
+def _spans(rep: Replay) -> str:
+    quality = rep.quality
+    return "n/a" if quality is None else f"{quality.span_recall:.3f}"

@@ -35,25 +35,47 @@ from contextkit.formats.anthropic import write_requests_jsonl
 from contextkit.replay import (
     AS_RECORDED,
     ASSUMPTION,
+    BOUND_NOTE,
+    ORACLE,
+    RULE,
     Replay,
+    best_strategy,
     compare,
     markdown_table,
     run_strategy,
+    savings,
     with_default_model,
 )
 from contextkit.strategies.config import PRESETS
 
-DEFAULT_SPECS = (AS_RECORDED, *PRESETS)
+DEFAULT_SPECS = (AS_RECORDED, *PRESETS, ORACLE)
 
 
 def _money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.4f}"
 
 
-def _summary_row(name: str, summary: dict[str, Any], calls: int | None = None) -> list[str]:
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.0%}"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _summary_row(
+    name: str,
+    summary: dict[str, Any],
+    saved: dict[str, float | None],
+    calls: int | None = None,
+) -> list[str]:
+    edits = summary.get("edit_feasibility")
     row = [
         name,
         _money(summary["cost_usd"]),
+        _pct(saved.get("vs_as_recorded")),
+        _pct(saved.get("vs_none")),
+        _pct(saved.get("vs_oracle")),
         f"{summary['input_tokens']:,}",
         f"{summary['cache_read']:,}",
         f"{summary['cache_write']:,}",
@@ -61,12 +83,17 @@ def _summary_row(name: str, summary: dict[str, Any], calls: int | None = None) -
         str(summary["compactions"]),
         str(summary["overflow_calls"]),
         f"{summary['recall']:.3f}",
+        _share(summary.get("span_recall")),
+        "n/a" if edits is None else f"{edits:.0%} of {summary['edits']}",
     ]
     return row if calls is None else [*row[:1], str(calls), *row[1:]]
 
 
 _COLUMNS = (
     "cost",
+    "vs as-recorded",
+    "vs none",
+    "vs oracle",
     "uncached in",
     "cache read",
     "cache write",
@@ -74,6 +101,13 @@ _COLUMNS = (
     "compactions",
     "overflows",
     "recall",
+    "copied spans",
+    "edits feasible",
+)
+SAVINGS_NOTE = (
+    "savings are against the as-recorded requests priced by the same simulator (the harness's "
+    "own compaction calls included; the recorded bill is the as-recorded cost column) and "
+    "against none"
 )
 
 
@@ -110,35 +144,52 @@ def replay_command(
         err_console.print(f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}")
     result = run_strategy(session, strategy)
     baseline = run_strategy(session, AS_RECORDED) if strategy != AS_RECORDED else result
+    none = run_strategy(session, "none") if strategy != "none" else result
     if dump_requests is not None:
         write_requests_jsonl(dump_requests, result.requests)
     if plot is not None:
         from contextkit.replay.plots import plot_replays  # noqa: PLC0415  (matplotlib loads slowly)
 
         plot_replays([baseline, result] if baseline is not result else [result], plot)
+    row = {AS_RECORDED: baseline.summary(), "none": none.summary()}
+    row[result.strategy] = result.summary()
+    saved = savings(row)
     if as_json:
         skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
-        print_json({**result.to_json(), "skipped": skipped})
+        print_json({**result.to_json(), "savings": saved[result.strategy], "skipped": skipped})
         return
-    _print_replay(result, baseline, len(loaded.sessions))
+    _print_replay(result, baseline, none, saved, len(loaded.sessions))
     if dump_requests is not None:
         console.print(f"requests written to {dump_requests}")
     if plot is not None:
         console.print(f"plot written to {plot}")
 
 
-def _print_replay(result: Replay, baseline: Replay, sessions: int) -> None:
+def _print_replay(
+    result: Replay,
+    baseline: Replay,
+    none: Replay,
+    saved: dict[str, dict[str, float | None]],
+    sessions: int,
+) -> None:
     table = Table(title=f"{result.session.path} ({result.session.model}, {len(result.rows)} calls)")
     for col in ("strategy", *_COLUMNS):
         table.add_column(col, justify="left" if col == "strategy" else "right", overflow="fold")
-    if baseline is not result:
-        table.add_row(*_summary_row(AS_RECORDED, baseline.summary()))
-    table.add_row(*_summary_row(result.strategy, result.summary()))
+    shown = {AS_RECORDED: baseline, "none": none, result.strategy: result}
+    for name, rep in shown.items():
+        table.add_row(*_summary_row(name, rep.summary(), saved[name]))
     console.print(table)
+    simulated = baseline.summary()["simulated_cost_usd"]
+    console.print(f"as-recorded, simulated: {_money(simulated)}")
     if result.recall.examples:
         lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
         console.print(f"lost (examples): {lost}")
-    console.print(f"[dim]{ASSUMPTION}[/]")
+    if result.quality is not None and result.quality.examples:
+        texts = "; ".join(f"call {c}: {escape(t[:60])}" for c, t in result.quality.examples[:4])
+        console.print(f"copied text or edit strings lost (examples): {texts}")
+    console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}.[/]")
+    if result.strategy == ORACLE:
+        console.print(f"[bold]{BOUND_NOTE}.[/]")
     if sessions > 1:
         console.print(f"[dim]the file holds {sessions} sessions; the first was replayed[/]")
 
@@ -252,16 +303,29 @@ def _print_compare(
         table.add_column(
             col, justify="left" if col.startswith("session") else "right", overflow="fold"
         )
-    last = None
+    sessions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
     for row in rows:
-        label = row["strategy"]
-        if row["path"] != last:
-            table.add_section()
-            shown = os.path.relpath(row["path"], base) if base else row["path"]
-            table.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
-            last = row["path"]
-        table.add_row("  " + label, *_summary_row(label, row["summary"], row["calls"])[1:])
+        sessions.setdefault((row["path"], row.get("session_id")), []).append(row)
+    verdicts: list[str] = []
+    for (path, session_id), group in sessions.items():
+        by_name = {r["strategy"]: r["summary"] for r in group}
+        saved = savings(by_name)
+        table.add_section()
+        shown = os.path.relpath(path, base) if base else path
+        if session_id and len(sessions) > 1 and sum(k[0] == path for k in sessions) > 1:
+            shown += f" {session_id[:8]}"
+        table.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
+        for r in group:
+            label = r["strategy"]
+            cells = _summary_row(label, r["summary"], saved[label], r["calls"])[1:]
+            table.add_row("  " + label, *cells)
+        best = best_strategy(by_name)
+        verdicts.append(f"{shown}: best {best or '(none qualifies)'}")
     console.print(table)
+    console.print(f"best = {RULE}")
+    for line in verdicts:
+        console.print(f"  {escape(line)}")
+    console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}. {BOUND_NOTE}.[/]")
     for err in errors:
         err_console.print(f"[red]could not read[/] {err['error']}")
     for path, reason in skipped:

@@ -12,8 +12,9 @@ Contract:
   cache writes, cache reads, output).
 - The default example is sized (:data:`DEMO_RESULT_SCALE`) so that the full tape outgrows the
   model's context window near its end: a comparison where no strategy is needed would say nothing.
-- The best strategy is the cheapest one whose recall is at least :data:`RECALL_FLOOR` and that
-  never overflows the window (None when no strategy qualifies). Savings are against ``none``.
+- The best strategy is the cheapest one that passes the strict measures (copied-span recall at
+  least :data:`SPAN_FLOOR`, every edit feasible: :data:`EDIT_FLOOR`) and never overflows the
+  window (None when no strategy qualifies). Savings are against ``none``.
 - Same arguments, same numbers: the example is seeded and replay is deterministic. Token counts
   come from the model's offline counter (an estimate for Claude; :attr:`DemoResult.counter`).
 - :func:`write_demo_plots` writes PNGs with matplotlib's object API and the Agg canvas only.
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from contextkit.estimate import Change, Ticket, TicketTable, price_tickets
-from contextkit.replay import ASSUMPTION, Replay, run_strategy
+from contextkit.replay import ASSUMPTION, EDIT_FLOOR, SPAN_FLOOR, Replay, run_strategy
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import PRESETS
@@ -39,7 +40,10 @@ BASELINE = "none"
 RECALL_FLOOR = 0.9
 DEMO_RESULT_SCALE = 1.4
 """Tool results 1.4x the generator's default: at 150 calls the full tape peaks just over 200k."""
-BEST_RULE = f"cheapest strategy with recall >= {RECALL_FLOOR} and no call over the context window"
+BEST_RULE = (
+    f"cheapest strategy with copied-span recall >= {SPAN_FLOOR}, every edit feasible and no call "
+    "over the context window"
+)
 TICKET_PARTS = ("prefix", "history", "new_input", "output")
 """The ticket's cost by content: fixed prefix, re-sent history, new input, output."""
 TICKET_CLASSES = ("uncached", "cache_write", "cache_read", "output")
@@ -131,13 +135,18 @@ class DemoResult:
         return out
 
 
-def pick_best(replays: Sequence[Replay], recall_floor: float = RECALL_FLOOR) -> Replay | None:
-    """The cheapest replay with recall >= ``recall_floor`` and no overflowing call."""
+def pick_best(
+    replays: Sequence[Replay], span_floor: float = SPAN_FLOOR, edit_floor: float = EDIT_FLOOR
+) -> Replay | None:
+    """The cheapest replay with copied-span recall >= ``span_floor``, feasible edits >=
+    ``edit_floor`` and no overflowing call."""
     fit = [
         r
         for r in replays
         if r.cost_usd is not None
-        and r.recall.recall >= recall_floor
+        and r.quality is not None
+        and r.quality.span_recall >= span_floor
+        and r.quality.edit_feasibility >= edit_floor
         and not any(row.overflow for row in r.rows)
     ]
     # Ties go to the earlier replay: ``none`` first, so a strategy must beat the full tape.

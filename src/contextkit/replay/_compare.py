@@ -15,12 +15,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats import detect, load
+from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
 from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_recorded
 from contextkit.session import Session
 from contextkit.strategies.config import strategy_from_spec
@@ -80,9 +81,15 @@ def with_default_model(session: Session, model: str | None) -> Session:
 
 
 def run_strategy(session: Session, spec: str, **options: Any) -> Replay:
-    """Replay one session under a preset / file / inline spec, or ``as-recorded``."""
+    """Replay one session under a preset / file / inline spec, ``as-recorded`` or ``oracle``
+    (the hindsight bound, planned on this session: :func:`plan_oracle`)."""
     if spec == AS_RECORDED:
         return replay_as_recorded(session, **options)
+    if spec == ORACLE:
+        planning = {k: v for k, v in options.items() if k in ("counter", "price", "window")}
+        plan = plan_oracle(session, **planning)
+        done = replay(session, Oracle(plan), name=ORACLE, **options)
+        return replace(done, notes=(BOUND_NOTE, *done.notes))
     return replay(session, strategy_from_spec(spec), name=spec, **options)
 
 
@@ -136,7 +143,7 @@ def compare(
 ) -> list[FileResult]:
     """:func:`compare_file` over ``files``, in ``jobs`` processes; results in file order."""
     for spec in specs:  # fail early on a bad spec, before any work
-        if spec != AS_RECORDED:
+        if spec not in (AS_RECORDED, ORACLE):
             strategy_from_spec(spec)
     results: list[FileResult] = []
     for result in _map(files, specs, jobs, lenient, model):
@@ -167,87 +174,13 @@ def _show_warnings_by(show: Callable[..., None]) -> None:
     warnings.showwarning = show
 
 
-def _cell(summary: dict[str, Any]) -> str:
-    cost = summary["cost_usd"]
-    text = "unknown" if cost is None else f"${cost:,.4f}"
-    text += f" / {summary['recall']:.2f}"
-    return text + (f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else "")
-
-
-MIN_RECALL = 0.9
-"""The recall a strategy must keep to count as a saving in :func:`best_saving`."""
-TARGET_SAVING = 0.30
-"""The saving against the recorded bill that :func:`best_saving` explains when it is missed."""
-
-
-def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
-    """The cheapest strategy with recall >= 0.9 and no overflowing call, against ``as-recorded``;
-    below a 30% saving, why (nothing acted, or what acting saved against ``none``)."""
-    base = row.get(AS_RECORDED, {}).get("cost_usd")
-    fit = {
-        name: s
-        for name, s in row.items()
-        if name != AS_RECORDED
-        and s["cost_usd"] is not None
-        and s["recall"] >= MIN_RECALL
-        and s["overflow_calls"] == 0
-    }
-    if not base:
-        return "no bill (usage or price unknown)"
-    if not fit:
-        return f"no strategy kept recall >= {MIN_RECALL} in the window"
-    name = min(fit, key=lambda n: fit[n]["cost_usd"])
-    saving = 1 - fit[name]["cost_usd"] / base
-    text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than the recorded bill
-    if saving >= TARGET_SAVING:
-        return text
-    acted = [s for n, s in row.items() if n != AS_RECORDED and s["compactions"]]
-    if calls < 2:
-        return f"{text}: one call, nothing to compact"
-    if not acted:
-        peak = max(s["peak_context_tokens"] for n, s in row.items() if n != AS_RECORDED)
-        return f"{text}: no strategy acted (peak context {peak:,} tokens)"
-    if not any(n != AS_RECORDED and n in fit for n, s in row.items() if s["compactions"]):
-        return f"{text}: only strategies below recall {MIN_RECALL} or over the window acted"
-    none = row.get("none", {}).get("cost_usd")
-    versus = f", {1 - fit[name]['cost_usd'] / none:.0%} vs none" if none else ""
-    return f"{text}{versus}"
-
-
-def markdown_table(results: Sequence[dict[str, Any]], root: str | Path | None = None) -> str:
-    """One row per session, one column per strategy: ``$cost / recall`` (and overflowing calls),
-    and (when ``as-recorded`` is among them) the best saving against it (:func:`best_saving`).
-
-    ``results`` are :func:`compare_file` summaries; paths are shown relative to ``root``."""
-    strategies = list(dict.fromkeys(r["strategy"] for r in results))
-    rows: dict[tuple[str, str | None], dict[str, Any]] = {}
-    calls: dict[tuple[str, str | None], int] = {}
-    for r in results:
-        path = str(Path(r["path"]).relative_to(root)) if root else r["path"]
-        key = (path, r.get("session_id"))
-        rows.setdefault(key, {})[r["strategy"]] = r["summary"]
-        calls[key] = r["calls"]
-    verdict = AS_RECORDED in strategies and len(strategies) > 1
-    head = ["session", "calls", *strategies, *(["best vs as-recorded"] if verdict else [])]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for (path, session_id), row in rows.items():
-        name = path if session_id is None else f"{path} `{session_id[:8]}`"
-        cells = [_cell(row[s]) if s in row else "" for s in strategies]
-        if verdict:
-            cells.append(best_saving(row, calls[(path, session_id)]))
-        lines.append("| " + " | ".join([name, str(calls[(path, session_id)]), *cells]) + " |")
-    return "\n".join(lines) + "\n"
-
-
 __all__ = [
     "SESSION_SUFFIXES",
     "FileResult",
     "Found",
-    "best_saving",
     "compare",
     "compare_file",
     "find_session_files",
-    "markdown_table",
     "run_strategy",
     "with_default_model",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
@@ -35,18 +35,29 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from contextkit._gc import no_cycle_collection
 from contextkit.accounting import Ledger, default_cache, price_session
 from contextkit.cache import AnthropicCache
-from contextkit.messages import Block, Conversation, Message
+from contextkit.messages import Conversation, Message
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
+from contextkit.replay._rarity import FactWeights, default_weights
 from contextkit.replay._recall import (
     CallRecall,
     FactIndex,
     RecallReport,
+    needed_facts,
     score_sets,
     summarise,
     wanted_index,
 )
-from contextkit.session import Call, Session
+from contextkit.replay._strict import (
+    NOTHING,
+    CallQuality,
+    QualityReport,
+    QuoteIndex,
+    score_quality,
+    summarise_quality,
+)
+from contextkit.replay._walk import _Thread, _Walker, _with_head
+from contextkit.session import Session
 from contextkit.strategies.base import CallFacts, Receipt, Strategy
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
@@ -99,6 +110,11 @@ class Replay:
     harness_usd: float = 0.0
     """What the harness's own compaction calls cost (``as-recorded``: part of the recording's
     cost, in :meth:`summary`'s ``cost_usd``)."""
+    harness_simulated_usd: float = 0.0
+    """The same calls priced by the simulator (in :meth:`summary`'s ``simulated_cost_usd``)."""
+    quality: QualityReport | None = None
+    """The strict measures (copied spans, edit feasibility); None for ``as-recorded`` (its views
+    are the requests the responses were made from: nothing to measure)."""
 
     @cached_property
     def requests(self) -> tuple[Conversation, ...]:
@@ -124,17 +140,38 @@ class Replay:
         cost = source.total_cost
         if cost is not None and self.harness_usd:
             cost += self.harness_usd
+        simulated = table.total_cost
+        if simulated is not None and self.harness_simulated_usd:
+            simulated += self.harness_simulated_usd
         return {
             "input_tokens": int(totals["input"] or 0),
             "cache_read": int(totals["cache_read"] or 0),
             "cache_write": int((totals["cache_write_5m"] or 0) + (totals["cache_write_1h"] or 0)),
             "output": int(totals["output"] or 0),
             "cost_usd": cost,
+            "simulated_cost_usd": simulated,
             "harness_compaction_usd": self.harness_usd,
             "peak_context_tokens": self._peak_context(real),
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
             "recall": self.recall.recall,
+            **self._strict(),
+        }
+
+    def _strict(self) -> dict[str, Any]:
+        q = self.quality
+        if q is None:
+            none = ("weighted_recall", "span_recall", "edit_feasibility")
+            counts = ("spans", "edits", "edits_infeasible", "edits_unseen")
+            return {**dict.fromkeys(none), **dict.fromkeys(counts, 0)}
+        return {
+            "weighted_recall": self.recall.weighted_recall,
+            "span_recall": q.span_recall,
+            "spans": q.spans_needed,
+            "edit_feasibility": q.edit_feasibility,
+            "edits": q.edits_needed,
+            "edits_infeasible": q.edits_infeasible,
+            "edits_unseen": q.edits_unseen,
         }
 
     def _peak_context(self, recorded: bool) -> int:
@@ -153,181 +190,12 @@ class Replay:
             "summary": self.summary(),
             "recorded_cost_usd": self.recorded_cost_usd,
             "lost_examples": [{"call": c, "fact": f} for c, f in self.recall.examples],
+            "lost_text_examples": [
+                {"call": c, "text": t} for c, t in (self.quality.examples if self.quality else ())
+            ],
             "notes": [ASSUMPTION, *self.notes, *self.ledger.notes],
             "rows": [r.model_dump() for r in self.rows] if rows else [],
         }
-
-
-# --- walking the recording ---------------------------------------------------------------------
-
-
-def _strip_marks(message: Message) -> Message:
-    """The message without ``cache_control``: placement is the replay's own decision."""
-    if isinstance(message.content, str) or not any(map(_marked, message.content)):
-        return message
-    blocks = tuple(_strip_block(b) for b in message.content)
-    if all(a is b for a, b in zip(blocks, message.content, strict=True)):
-        return message
-    return message.model_copy(update={"content": blocks})
-
-
-def _marked(block: Block) -> bool:
-    extra = block.__pydantic_extra__  # the attribute: the model_extra property is slower
-    return extra is not None and "cache_control" in extra
-
-
-def _strip_block(block: Block) -> Block:
-    extra = block.model_extra or {}
-    if "cache_control" not in extra:
-        return block
-    payload = block.model_dump(mode="python", exclude_unset=True)
-    payload.pop("cache_control")
-    return type(block).model_validate(payload)
-
-
-@dataclass
-class _Thread:
-    raw: tuple[Message, ...]
-    """The messages of the recorded request this thread last made, as recorded."""
-    sent: list[Message]
-    """The same messages with their marks stripped (a list: a call extends it by what it
-    appended, instead of copying the whole history into a new tuple)."""
-    view: Conversation
-    tape: Conversation
-    tape_facts: set[str] = field(default_factory=set)
-    """Recall facts the tape's messages hold, grown as messages append."""
-    view_facts: set[str] = field(default_factory=set)
-    """The same for the view, rebuilt when the strategy changes the view (the tape's own set
-    while the strategy returns the tape: both grow by the same messages)."""
-
-
-@dataclass
-class _Walker:
-    """Turns recorded requests into tape increments, one thread per independent conversation."""
-
-    session: Session
-    threads: list[_Thread] = field(default_factory=list)
-    _stripped: dict[int, tuple[Message, Message]] = field(default_factory=dict)
-
-    def strip(self, message: Message) -> Message:
-        hit = self._stripped.get(id(message))
-        if hit is None or hit[0] is not message:
-            hit = (message, _strip_marks(message))
-            self._stripped[id(message)] = hit
-        return hit[1]
-
-    def step(self, index: int, call: Call) -> tuple[_Thread, tuple[Message, ...]]:
-        """The thread, and the messages the recording appended since its last request.
-
-        What was appended is everything beyond the thread's previous request: the recorded
-        response (as the harness sent it back) and the new user content. A request that repeats
-        the thread's previous one (a retry) appends nothing."""
-        raw = call.request.messages
-        thread = self._match(raw)
-        if thread is not None:
-            new = tuple(map(self.strip, raw[len(thread.raw) :]))
-            thread.sent += new
-            thread.raw = raw
-            return thread, new
-        messages = tuple(map(self.strip, raw))
-        if index in self.session.compactions and self.threads:
-            thread = self.threads[-1]
-            shared = _known(messages, thread.tape.messages)  # skip the summary, keep the new
-        else:
-            head = call.request.model_copy(update={"messages": ()})
-            thread = _Thread(raw=(), sent=[], view=head, tape=head)
-            self.threads.append(thread)
-            shared = 0
-        thread.raw, thread.sent = raw, list(messages)
-        return thread, messages[shared:]
-
-    def _match(self, raw: tuple[Message, ...]) -> _Thread | None:
-        """The newest thread whose previous request ``raw`` continues (or repeats)."""
-        for thread in reversed(self.threads):
-            n = len(thread.raw)
-            if n and len(raw) >= n and self._continues(raw[:n], thread):
-                return thread
-        return None
-
-    def _continues(self, prefix: tuple[Message, ...], thread: _Thread) -> bool:
-        # Identity first (tuple comparison checks it in C before equality, and readers share
-        # message objects between requests); a message that differs only by a moved cache mark
-        # compares equal once stripped.
-        if prefix == thread.raw:
-            return True
-        pairs = zip(prefix, thread.raw, thread.sent, strict=True)
-        return all(a is b or self.strip(a) == s for a, b, s in pairs)
-
-
-def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
-    """After a harness compaction: how many leading messages are the harness's artefacts or
-    content the tape already holds (the summary first, then anything already seen: a message
-    whose JSON is that of a tape message). Only tape messages of the same signature (implied by
-    equal JSON) are serialised: not the whole tape, whose tool results dominate."""
-    by_signature: dict[object, list[Message]] = {}
-    for message in tape:
-        by_signature.setdefault(_signature(message), []).append(message)
-    skip = 1  # the summary the harness wrote
-    while skip < len(messages) and _seen(messages[skip], by_signature):
-        skip += 1
-    return min(skip, len(messages))
-
-
-def _seen(message: Message, by_signature: dict[object, list[Message]]) -> bool:
-    alike = by_signature.get(_signature(message))
-    if not alike:
-        return False
-    key = _key(message)
-    return any(_key(m) == key for m in alike)
-
-
-def _key(message: Message) -> str:
-    return message.model_dump_json()
-
-
-_IDENTIFYING = {
-    "text": "text",
-    "tool_use": "id",
-    "tool_result": "tool_use_id",
-    "thinking": "signature",
-}
-"""Per block type, a field that identifies a block well (ids are unique per call)."""
-
-
-def _signature(message: Message) -> object:
-    """A cheap key that equal JSON (:func:`_key`) implies: the role, and per block its type and
-    identifying field (the same whatever the block's class: read by the ``type`` it writes)."""
-    content = message.content
-    if isinstance(content, str):
-        return (message.role, content)
-    blocks = []
-    for block in content:
-        kind = getattr(block, "type", None)
-        field_name = _IDENTIFYING.get(kind) if isinstance(kind, str) else None
-        value = getattr(block, field_name, None) if field_name else None
-        blocks.append((kind, value if isinstance(value, str) else None))  # always hashable
-    return (message.role, tuple(blocks))
-
-
-def _with_head(view: Conversation, request: Conversation, new: tuple[Message, ...]) -> Conversation:
-    """The view under the recorded request's head (system, tools, params) plus the new messages."""
-    if _same_head(view, request):
-        return view.append(*new) if new else view
-    return request.model_copy(update={"messages": (*view.messages, *new)})
-
-
-def _same_head(view: Conversation, request: Conversation) -> bool:
-    """Whether ``view`` and ``request`` are equal but for their messages: what pydantic's ``==``
-    compares (type, extras, fields), field by field, without copying either."""
-    if type(view) is not type(request):
-        bare = {"messages": ()}
-        return view.model_copy(update=bare) == request.model_copy(update=bare)
-    return (
-        view.model == request.model
-        and view.system == request.system
-        and view.tools == request.tools
-        and view.__pydantic_extra__ == request.__pydantic_extra__
-    )
 
 
 # --- replay ------------------------------------------------------------------------------------
@@ -343,8 +211,10 @@ def replay(
     price: ModelPrice | None = None,
     budget_tokens: int | None = None,
     window: int | None = None,
+    weights: FactWeights | None = None,
 ) -> Replay:
-    """Replay ``session`` under ``strategy`` (see the module docstring)."""
+    """Replay ``session`` under ``strategy`` (see the module docstring). ``weights``: the
+    rarity weights of recall facts (default: the corpus's, :func:`default_weights`)."""
     model = session.model_info
     counter = counter or counter_for(model)
     if isinstance(counter, MemoCounter):  # the tape's text, tokenised in one pass
@@ -355,6 +225,7 @@ def replay(
     walker = _Walker(session)
     # Only facts some recorded response uses can be needed: the index keeps just those.
     index = wanted_index(c.response for c in session.calls)
+    scorer = _Scorer(index, QuoteIndex.of_responses(c.response for c in session.calls), weights)
     views: list[Conversation] = []
     tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
@@ -371,12 +242,12 @@ def replay(
         update = {"model": call.model or session.model, "now": now, "call_index": i}
         facts = base.model_copy(update=update)
         result = strategy(view, facts)
-        scores.append(_score(index, thread, new, view, result.view, call.response))
+        scores.append(scorer.score(thread, new, view, result.view, call.response))
         thread.view = result.view
         views.append(result.view)
         tapes.append(thread.tape)
         receipts.append(result.receipts)
-    return _finish(
+    done = _finish(
         session,
         name=name,
         views=views,
@@ -387,36 +258,63 @@ def replay(
         price=price,
         window=window,
     )
+    recall = summarise(scores, weighted=scorer.weighted)
+    return replace(done, recall=recall, quality=summarise_quality(scorer.quality))
 
 
-def _score(
-    index: FactIndex,
-    thread: _Thread,
-    new: tuple[Message, ...],
-    view: Conversation,
-    shaped: Conversation,
-    response: Message | None,
-) -> CallRecall:
-    """Recall of one call. The held sets grow by what was appended and are rebuilt only when the
-    strategy changed the view, so scoring stays linear in the session (not quadratic). While the
-    view holds the tape's messages, both are one set (grown once per call)."""
-    added = index.union(new)
-    thread.tape_facts |= added
-    if shaped is thread.tape:
-        thread.view_facts = thread.tape_facts
-    elif shaped is not view:
-        thread.view_facts = index.union(shaped.messages)
-    elif thread.view_facts is not thread.tape_facts:  # else it grew with the tape
-        thread.view_facts |= added
-    if response is None:
-        return _NOTHING_NEEDED
-    return score_sets(
-        index.of(response),
-        thread.tape_facts,
-        index.system_text(thread.tape),
-        thread.view_facts,
-        index.system_text(shaped),
-    )
+@dataclass
+class _Scorer:
+    """Scores each call: fact recall (weighted too) and the strict measures. The held sets grow
+    by what was appended and are rebuilt only when the strategy changed the view, so scoring
+    stays linear in the session (not quadratic). While the view holds the tape's messages, both
+    are one set (grown once per call)."""
+
+    index: FactIndex
+    quotes: QuoteIndex
+    weights: FactWeights | None = None
+    weighted: list[tuple[float, float]] = field(default_factory=list)
+    quality: list[CallQuality] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.weights = self.weights or default_weights()
+
+    def score(
+        self,
+        thread: _Thread,
+        new: tuple[Message, ...],
+        view: Conversation,
+        shaped: Conversation,
+        response: Message | None,
+    ) -> CallRecall:
+        index, quotes = self.index, self.quotes
+        added, lines = index.union(new), quotes.union(new)
+        thread.tape_facts |= added
+        thread.tape_lines |= lines
+        if shaped is thread.tape:
+            thread.view_facts, thread.view_lines = thread.tape_facts, thread.tape_lines
+        elif shaped is not view:
+            thread.view_facts = index.union(shaped.messages)
+            thread.view_lines = quotes.union(shaped.messages)
+        elif thread.view_facts is not thread.tape_facts:  # else it grew with the tape
+            thread.view_facts |= added
+            thread.view_lines |= lines
+        if response is None:
+            self.weighted.append((0.0, 0.0))
+            self.quality.append(NOTHING)
+            return _NOTHING_NEEDED
+        self.quality.append(
+            score_quality(
+                quotes, response, thread.tape, thread.tape_lines, shaped, thread.view_lines
+            )
+        )
+        facts, tape_system = index.of(response), index.system_text(thread.tape)
+        scored = score_sets(
+            facts, thread.tape_facts, tape_system, thread.view_facts, index.system_text(shaped)
+        )
+        assert self.weights is not None
+        total = self.weights.total(needed_facts(facts, thread.tape_facts, tape_system))
+        self.weighted.append((total, total - self.weights.total(scored.lost)))
+        return scored
 
 
 _NOTHING_NEEDED = CallRecall(0, 0, ())
@@ -436,9 +334,10 @@ def replay_as_recorded(
     ledger = price_session(session, counter, price, output="recorded")
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
     rows = _rows(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)
-    harness, harness_notes = _harness_compactions(session)
+    harness, harness_simulated, harness_notes = _harness_compactions(session)
     return Replay(
         harness_usd=harness,
+        harness_simulated_usd=harness_simulated,
         session=session,
         strategy=AS_RECORDED,
         sent=tuple(c.request for c in session.calls),
@@ -456,20 +355,21 @@ def replay_as_recorded(
     )
 
 
-def _harness_compactions(session: Session) -> tuple[float, tuple[str, ...]]:
-    """The recorded cost of the calls the harness made to compact this session (its own
-    compaction subagents), which belongs to what the recording cost."""
+def _harness_compactions(session: Session) -> tuple[float, float, tuple[str, ...]]:
+    """The recorded and the simulated cost of the calls the harness made to compact this
+    session (its own compaction subagents), which belong to what the recording cost."""
     subs = [s for s in session.subagents if s.harness_compaction and s.calls]
     if not subs:
-        return 0.0, ()
-    costs = [price_session(s, output="recorded").recorded for s in subs]
-    total = sum(float(c.total_cost or 0.0) for c in costs if c is not None)
+        return 0.0, 0.0, ()
+    ledgers = [price_session(s, output="recorded") for s in subs]
+    total = sum(float(g.recorded.total_cost or 0.0) for g in ledgers if g.recorded is not None)
+    simulated = sum(float(g.simulated.total_cost or 0.0) for g in ledgers)
     calls = sum(len(s.calls) for s in subs)
     note = (
         f"as-recorded includes the harness's own compaction: {calls} call(s) in "
         f"{len(subs)} compaction subagent(s), ${total:.4f} (also listed as their own sessions)"
     )
-    return total, (note,)
+    return total, simulated, (note,)
 
 
 def _hidden_tokens(session: Session, counter: TokenCounter, price: ModelPrice | None) -> int:

@@ -1,0 +1,234 @@
+"""Tables of compared strategies: savings stated like for like, the gap to the oracle, and the
+best strategy by the strict measures.
+
+Like for like: every saving is against the *simulated* as-recorded cost (the recorded requests
+priced by the same cache simulator as every strategy, the harness's own compaction calls
+included) and against ``none`` (the full tape), so a saving is never a difference of cache models.
+The recorded bill is shown beside it where the file has usage. The gap to ``oracle`` (the
+hindsight bound, :mod:`._oracle`) says how much a strategy leaves on the table; the oracle is a
+bound, never a recommendation, and is never the best.
+
+"Best" is the cheapest strategy (not ``as-recorded``, not ``oracle``) whose copied-span recall is
+at least :data:`SPAN_FLOOR`, whose edits are all feasible (:data:`EDIT_FLOOR`) and that never
+overflows the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contextkit.replay._oracle import BOUND_NOTE, ORACLE
+from contextkit.replay._replay import AS_RECORDED, ASSUMPTION
+
+SPAN_FLOOR = 0.95
+"""The copied-span recall a strategy must keep to count as best."""
+EDIT_FLOOR = 1.0
+"""The share of feasible edits a strategy must keep to count as best (every one)."""
+TARGET_SAVING = 0.30
+"""The saving against as-recorded that :func:`best_saving` explains when it is missed."""
+RULE = (
+    f"cheapest strategy with copied-span recall >= {SPAN_FLOOR}, every edit feasible and no call "
+    "over the window (oracle and as-recorded excluded)"
+)
+
+
+def strict_fit(summary: Mapping[str, Any]) -> bool:
+    """Whether a replay summary passes the strict measures (and never overflows)."""
+    spans, edits = summary.get("span_recall"), summary.get("edit_feasibility")
+    return (
+        summary.get("cost_usd") is not None
+        and spans is not None
+        and edits is not None
+        and spans >= SPAN_FLOOR
+        and edits >= EDIT_FLOOR
+        and summary.get("overflow_calls", 0) == 0
+    )
+
+
+def _ratio(cost: float | None, base: float | None) -> float | None:
+    return None if cost is None or not base else cost / base - 1
+
+
+def savings(row: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per strategy: its cost against the simulated as-recorded cost, ``none`` and ``oracle``
+    (a ratio minus one: -0.35 is 35% cheaper; None where a side is unknown or absent)."""
+    recorded = row.get(AS_RECORDED, {})
+    base = recorded.get("simulated_cost_usd", recorded.get("cost_usd"))
+    none = row.get("none", {}).get("cost_usd")
+    oracle = row.get(ORACLE, {}).get("cost_usd")
+    out: dict[str, dict[str, float | None]] = {}
+    for name, s in row.items():
+        cost = s.get("simulated_cost_usd") if name == AS_RECORDED else s.get("cost_usd")
+        out[name] = {
+            "vs_as_recorded": _ratio(cost, base),
+            "vs_none": _ratio(cost, none),
+            "vs_oracle": _ratio(cost, oracle),
+        }
+    return out
+
+
+def best_strategy(row: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The cheapest strategy by :data:`RULE` (None when none qualifies)."""
+    fit = {n: s for n, s in row.items() if n not in (AS_RECORDED, ORACLE) and strict_fit(s)}
+    return min(fit, key=lambda n: fit[n]["cost_usd"]) if fit else None
+
+
+def best_saving(row: Mapping[str, Mapping[str, Any]], calls: int) -> str:
+    """The best strategy (:data:`RULE`) against the simulated as-recorded cost, and against
+    ``none``; below a 30% saving, why (nothing acted, or only strategies that lose text did)."""
+    recorded = row.get(AS_RECORDED, {})
+    base = recorded.get("simulated_cost_usd", recorded.get("cost_usd"))
+    if not base:
+        return "no as-recorded cost (usage or price unknown)"
+    name = best_strategy(row)
+    if name is None:
+        return f"no strategy kept copied spans >= {SPAN_FLOOR} and every edit in the window"
+    cost = row[name]["cost_usd"]
+    saving = 1 - cost / base
+    none = row.get("none", {}).get("cost_usd")
+    text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than as recorded (simulated)
+    if none and name != "none":
+        text += f", {cost / none - 1:+.0%} vs none"
+    if saving >= TARGET_SAVING:
+        return text
+    acted = [s for n, s in row.items() if n not in (AS_RECORDED, ORACLE) and s["compactions"]]
+    if calls < 2:
+        return f"{text}: one call, nothing to compact"
+    if not acted:
+        peak = max(s["peak_context_tokens"] for n, s in row.items() if n != AS_RECORDED)
+        return f"{text}: no strategy acted (peak context {peak:,} tokens)"
+    if not any(strict_fit(s) for s in acted):
+        return f"{text}: only strategies that lost copied text or edits acted"
+    return text
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.0%}"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _cell(summary: Mapping[str, Any]) -> str:
+    cost = summary["cost_usd"]
+    text = "unknown" if cost is None else f"${cost:,.4f}"
+    spans, edits = summary.get("span_recall"), summary.get("edit_feasibility")
+    if spans is not None and edits is not None:
+        text += f" / {spans:.2f} / {edits:.0%}"
+    return text + (f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else "")
+
+
+_Key = tuple[str, str | None]
+
+
+def _rows(
+    results: Sequence[Mapping[str, Any]], root: str | Path | None
+) -> tuple[list[str], dict[_Key, dict[str, Any]], dict[_Key, int]]:
+    strategies = list(dict.fromkeys(r["strategy"] for r in results))
+    rows: dict[_Key, dict[str, Any]] = {}
+    calls: dict[_Key, int] = {}
+    for r in results:
+        path = str(Path(r["path"]).relative_to(root)) if root else r["path"]
+        key = (path, r.get("session_id"))
+        rows.setdefault(key, {})[r["strategy"]] = r["summary"]
+        calls[key] = r["calls"]
+    return strategies, rows, calls
+
+
+def _name(path: str, session_id: str | None) -> str:
+    return path if session_id is None else f"{path} `{session_id[:8]}`"
+
+
+def markdown_table(results: Sequence[Mapping[str, Any]], root: str | Path | None = None) -> str:
+    """One row per session, one column per strategy: ``$cost / copied-span recall / feasible
+    edits`` (and overflowing calls), and (when ``as-recorded`` is among them) the best strategy
+    against it (:func:`best_saving`).
+
+    ``results`` are :func:`compare_file` summaries; paths are shown relative to ``root``."""
+    strategies, rows, calls = _rows(results, root)
+    verdict = AS_RECORDED in strategies and len(strategies) > 1
+    head = ["session", "calls", *strategies, *(["best vs as-recorded"] if verdict else [])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, row in rows.items():
+        cells = [_cell(row[s]) if s in row else "" for s in strategies]
+        if verdict:
+            cells.append(best_saving(row, calls[key]))
+        lines.append("| " + " | ".join([_name(*key), str(calls[key]), *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+SESSION_COLUMNS = (
+    "strategy",
+    "cost",
+    "vs as-recorded",
+    "vs none",
+    "vs oracle",
+    "fact recall",
+    "weighted recall",
+    "copied spans",
+    "edits feasible",
+    "compactions",
+    "overflows",
+)
+
+
+def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | None]) -> list[str]:
+    cost = s["simulated_cost_usd"] if name == AS_RECORDED else s["cost_usd"]
+    money = "unknown" if cost is None else f"${cost:,.2f}"
+    if name == AS_RECORDED and s["cost_usd"] is not None and s["cost_usd"] != cost:
+        money += f" (billed ${s['cost_usd']:,.2f})"
+    edits = s.get("edit_feasibility")
+    edit_cell = (
+        "n/a" if edits is None else f"{edits:.0%} ({s['edits_infeasible']} of {s['edits']} not)"
+    )
+    return [
+        f"**{name}**" if name == ORACLE else name,
+        money,
+        _pct(saved["vs_as_recorded"]),
+        _pct(saved["vs_none"]),
+        _pct(saved["vs_oracle"]),
+        f"{s['recall']:.3f}" if name != AS_RECORDED else "n/a",
+        _share(s.get("weighted_recall")),
+        _share(s.get("span_recall")),
+        edit_cell,
+        str(s["compactions"]),
+        str(s["overflow_calls"]),
+    ]
+
+
+def session_tables(
+    results: Sequence[Mapping[str, Any]], root: str | Path | None = None, min_calls: int = 0
+) -> str:
+    """A markdown table per session of more than ``min_calls`` calls: every strategy's cost
+    (as-recorded simulated, with its bill beside it), savings like for like, the gap to the
+    oracle, the three quality measures and compactions; then the best by :data:`RULE`."""
+    _, rows, calls = _rows(results, root)
+    out: list[str] = []
+    for key, row in rows.items():
+        if calls[key] <= min_calls:
+            continue
+        saved = savings(row)
+        out += [f"### {_name(*key)}: {calls[key]} calls", ""]
+        out += ["| " + " | ".join(SESSION_COLUMNS) + " |", "|" + "---|" * len(SESSION_COLUMNS)]
+        out += ["| " + " | ".join(_session_row(n, s, saved[n])) + " |" for n, s in row.items()]
+        out += ["", f"Best ({RULE}): {best_saving(row, calls[key])}.", ""]
+    out += [f"_{ASSUMPTION}; {BOUND_NOTE}._", ""]
+    return "\n".join(out)
+
+
+__all__ = [
+    "EDIT_FLOOR",
+    "RULE",
+    "SESSION_COLUMNS",
+    "SPAN_FLOOR",
+    "TARGET_SAVING",
+    "best_saving",
+    "best_strategy",
+    "markdown_table",
+    "savings",
+    "session_tables",
+    "strict_fit",
+]
