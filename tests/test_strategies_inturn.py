@@ -4,7 +4,12 @@ clearing and the hand-off summary: unit tests on hand-built sessions."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
+
+from contextkit.engine import ContextEngine
+from contextkit.formats import load
 from contextkit.messages import (
     CompactionBlock,
     Conversation,
@@ -13,6 +18,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from contextkit.replay import replay
 from contextkit.session import Usage
 from contextkit.strategies import (
     AnthropicClearToolUses,
@@ -20,6 +26,7 @@ from contextkit.strategies import (
     CacheTimed,
     CallFacts,
     ColdCache,
+    Compacted,
     EvictToolResults,
     ExtractiveSummariser,
     Hysteresis,
@@ -291,3 +298,46 @@ def test_handoff_sections_and_real_errors_only() -> None:
     assert "ValueError" not in text  # a source line, not an error
     assert "## Next steps\n- [in_progress] remove the unused import" in text
     assert "fix the parser" not in text.split("## Next steps")[1]
+
+
+# --- the replay fills the facts --------------------------------------------------------------
+
+
+@pytest.mark.corpus
+def test_replay_facts_count_the_hidden_prefix_and_the_cache_clock(corpus: Path) -> None:
+    path = corpus / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    session = load(path).sessions[0]
+    seen: list[CallFacts] = []
+
+    def spy(view: Conversation, facts: CallFacts) -> Compacted:
+        seen.append(facts)
+        return Compacted(view=view)
+
+    replay(session, spy, counter=ApproxCounter())
+    assert len(seen) == len(session.calls)
+    assert {f.context_window for f in seen} == {200_000}  # Claude Code ran Opus 4.6 at 200k
+    assert all(f.prefix_tokens is not None and 20_000 < f.prefix_tokens < 40_000 for f in seen)
+    assert seen[0].previous_call_at is None
+    assert all(f.previous_call_at is not None for f in seen[1:])
+    assert seen[0].cache_ttl_s == 3_600  # the harness wrote 1h entries
+    cold = [k for k, f in enumerate(seen) if ColdCache()(Conversation(), f)]
+    switched = [k for k, f in enumerate(seen) if f.previous_model not in (None, f.model)]
+    assert cold
+    assert set(switched) <= set(cold)
+
+
+def test_the_engine_tells_strategies_when_the_cache_went_cold() -> None:
+    times = iter([T0, T0 + timedelta(seconds=5), T0 + timedelta(minutes=20)] * 2)
+    seen: list[bool] = []
+
+    def spy(view: Conversation, facts: CallFacts) -> Compacted:
+        seen.append(ColdCache()(view, facts))
+        return Compacted(view=view)
+
+    engine = ContextEngine(spy, model="claude-opus-4-6", clock=lambda: next(times))
+    engine.add(user("Start."))
+    for i in range(2):
+        engine.prepare()  # clock: T0, then T0 + 20 min
+        engine.record(assistant(call(f"c{i}", "Read", file_path="a.py")), stop_reason="tool_use")
+        engine.add(user(result(f"c{i}", "text")))  # recorded at T0 + 5 s
+    assert seen == [False, True]  # 19 minutes since the last call: over the 5-minute TTL
