@@ -55,6 +55,9 @@ SIZES = [
     ),
 ]
 STRATEGIES = ("none", "evict-tool-results", "sliding-window", "summary")
+IN_TURN = ("summary", "evict-tool-results-and-edits", "anthropic-compact", "sliding-window")
+"""The presets that cut inside the latest turn, time their edits for the cache or clear old edit
+inputs (issue 17): timed against the floor on a recorded one-prompt session too."""
 REPLAY_TARGET = 2.0
 """The goal: a 300-call replay within 2x the floor (tiktoken over the unique text once)."""
 _sessions: dict[int, Session] = {}
@@ -246,7 +249,7 @@ def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> N
     lines.append(f"  memoised count of every request {memo / floor:.2f}x")
     lines.append(f"  naive re-count of every request about {naive / floor:.0f}x (scaled estimate)")
     ratios = {}
-    for spec in (*STRATEGIES, "evict-then-summary"):
+    for spec in (*STRATEGIES, "evict-then-summary", "evict-tool-results-and-edits"):
         # Each replay against a floor timed alternately with it: load changes hit both. The
         # checked ratio gets more rounds: the best of 3 still moved by 20% between runs.
         repeats = 7 if spec == "none" else 3
@@ -257,3 +260,32 @@ def test_replay_300_calls_against_the_floor(request: pytest.FixtureRequest) -> N
     assert memo <= 2.0 * floor
     assert naive > memo
     assert ratios["none"] <= REPLAY_TARGET
+
+
+def test_in_turn_presets_on_a_recorded_session_against_the_floor(
+    request: pytest.FixtureRequest, corpus_sessions: list[Session]
+) -> None:
+    """The largest recorded session (Claude Code, 152 calls, mostly one turn: the in-turn presets
+    act on it) under each in-turn preset, as a ratio to tokenising its unique text once."""
+    require_benchmark_run(request)
+    session = corpus_sessions[0]
+    floor_of = partial(tokenize_once, unique_texts(session))
+    fresh_counter()
+    lines = [f"{len(session.calls)} recorded calls ({Path(session.path).name}):"]
+    ratios = {}
+    for spec in ("none", *IN_TURN):
+        base, took = interleaved(floor_of, partial(full_replay, session, spec), repeats=3)
+        ratios[spec] = took / base
+        compactions = full_replay(session, spec).summary()["compactions"]
+        lines.append(f"  replay under {spec}: {ratios[spec]:.2f}x ({compactions} compactions)")
+    print("\n" + "\n".join(lines))
+    assert all(r > 0 for r in ratios.values())
+
+
+@pytest.mark.parametrize("spec", IN_TURN)
+def test_in_turn_replay_is_right(corpus_sessions: list[Session], spec: str) -> None:
+    """What the ratio above times: the replay of every call, and the preset acting on it."""
+    session = corpus_sessions[0]
+    result = full_replay(session, spec)
+    assert len(result.rows) == len(session.calls)
+    assert result.summary()["compactions"] >= 1

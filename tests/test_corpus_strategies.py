@@ -5,7 +5,8 @@ At each call the view a strategy sends must:
 - break no provider rule the tape (the full history) and the recorded request do not already break
   (a broken transcript may carry a dangling ``tool_use``; the view may not add to it);
 - hold no more tokens than the tape;
-- keep the system prompt, the newest message, and the latest user message that opens a turn.
+- keep the system prompt, the newest message, and the latest user request that opens a turn
+  (verbatim: its message, or its blocks after an in-turn summary in that message).
 
 The floor of the replay issue: ``as-recorded`` reproduces the recorded bill of every session whose
 calls all carry usage. The last test prints the cost/recall table of every session and preset and
@@ -32,6 +33,7 @@ from contextkit.pricing import UnknownPriceWarning, lookup_price
 from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
 from contextkit.session import Session
 from contextkit.strategies.config import PRESETS, strategy_from_spec
+from contextkit.strategies.summary import is_summary_block
 from contextkit.tokens import TokenCounter, counter_for
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -94,6 +96,17 @@ def _holds(view: Conversation, message: Message) -> bool:
     return any(m is message or m == message for m in reversed(view.messages))
 
 
+def _keeps_request(view: Conversation, latest: Message) -> bool:
+    """The latest request is in the view verbatim: its message, or its blocks ending a user
+    message (an in-turn summary joins them in their message, before them)."""
+    if _holds(view, latest):
+        return True
+    own = tuple(b for b in latest.blocks if not is_summary_block(b))
+    return bool(own) and any(
+        m.role == "user" and m.blocks[-len(own) :] == own for m in reversed(view.messages)
+    )
+
+
 def _problems(item: Replayed, name: str) -> list[str]:
     result = item.presets[name]
     problems = []
@@ -113,8 +126,8 @@ def _problems(item: Replayed, name: str) -> list[str]:
         if tape.messages and not _holds(view, tape.messages[-1]):
             problems.append(f"{where}: the newest message was dropped or edited")
         latest = _latest_turn_start(tape.messages)
-        if latest is not None and not _holds(view, latest):
-            problems.append(f"{where}: the latest user message was dropped or edited")
+        if latest is not None and not _keeps_request(view, latest):
+            problems.append(f"{where}: the latest user request was dropped or edited")
     return problems
 
 

@@ -12,11 +12,20 @@ import anthropic
 import pytest
 
 from contextkit.errors import ContextkitError
-from contextkit.messages import TextBlock
+from contextkit.messages import Conversation, Message, TextBlock, Tool, to_payload
 from contextkit.session import Usage
 from contextkit.strategies import AnthropicSummariser, CallFacts, ReplaceWithSummary
 from contextkit.strategies.summarisers import SECTIONS, SUMMARY_OPEN
-from test_strategies_support import coding_session, is_valid
+from test_strategies_support import (
+    assistant,
+    call,
+    coding_session,
+    filler,
+    is_valid,
+    result,
+    thinking,
+    user,
+)
 
 REPLY = "## User requests\n- fix src/orders/service.py\n## Errors\n- ValueError in compute_total"
 
@@ -120,3 +129,61 @@ def test_api_error_becomes_contextkit_error() -> None:
 def test_client_is_not_part_of_the_config(server: _Server) -> None:
     summariser = AnthropicSummariser(client=_client(server.url))
     assert "client" not in summariser.model_dump()
+
+
+def _one_prompt(rounds: int, chars: int) -> Conversation:
+    messages: list[Message] = [user("Port the billing module.")]
+    for i in range(rounds):
+        messages += [
+            assistant(thinking(f"step {i}"), call(f"t{i}", "Read", file_path=f"src/m{i}.py")),
+            user(result(f"t{i}", filler(chars, seed=i))),
+        ]
+    tools = (Tool(name="Read", input_schema={"type": "object"}),)
+    return Conversation(system="You are a coding agent.", tools=tools, messages=tuple(messages))
+
+
+def test_summary_replays_the_view_so_it_reads_the_cached_prefix(server: _Server) -> None:
+    summariser = AnthropicSummariser(client=_client(server.url))
+    view = _one_prompt(rounds=8, chars=3_000)
+    facts = CallFacts(model="claude-opus-4-6")
+    out = ReplaceWithSummary(summariser, keep_last_rounds=2)(view, facts)
+    body = server.bodies[0]
+    sent = to_payload(view)
+    assert body["model"] == "claude-opus-4-6"  # the conversation's model: its cache
+    assert body["system"] == sent["system"]
+    assert body["tools"] == sent["tools"]
+    assert body["messages"][:-1] == sent["messages"][:-1]  # the same prefix, byte for byte
+    last = body["messages"][-1]
+    assert last["content"][:-1] == [
+        *sent["messages"][-1]["content"][:-1],
+        {**sent["messages"][-1]["content"][-1], "cache_control": {"type": "ephemeral"}},
+    ]
+    ask = last["content"][-1]
+    assert ask["type"] == "text"
+    assert ask["text"].startswith("Stop the task here")
+    assert all(f"## {name}" in ask["text"] for name in SECTIONS)
+    head = out.view.messages[0]
+    assert isinstance(head.blocks[0], TextBlock)
+    assert head.blocks[0].text.startswith(SUMMARY_OPEN)
+    assert head.blocks[1:] == view.messages[0].blocks
+    assert out.receipts[0].usage == Usage(input_tokens=1200, output_tokens=80)
+    assert is_valid(out.view)
+
+
+def test_a_discarded_live_summary_is_billed_on_its_receipt(server: _Server) -> None:
+    summariser = AnthropicSummariser(client=_client(server.url), reuse_prefix=False)
+    view = Conversation(  # the round cut is smaller than any summary
+        messages=(
+            user("Go."),
+            assistant(call("a", "R")),
+            user(result("a", "ok")),
+            assistant(call("b", "R")),
+            user(result("b", "ok")),
+        )
+    )
+    out = ReplaceWithSummary(summariser, keep_last_rounds=1)(view, CallFacts(model="m"))
+    assert server.bodies[0]["model"] == "claude-haiku-4-5"  # a fresh transcript, as asked
+    assert out.view is view
+    assert [(r.action, r.usage) for r in out.receipts] == [
+        ("summary_discarded", Usage(input_tokens=1200, output_tokens=80))
+    ]

@@ -237,12 +237,12 @@ def test_extractive_summary_sections() -> None:
     )
     text = ExtractiveSummariser().summarise(view.messages, facts()).text
     for needle in (
-        "## User requests",
-        "Fix the bug",
-        "src/orders/service.py",
-        "ValueError",
-        "root cause",
-        "TODO: add a test",
+        "## Goal and constraints\n- Fix the bug in src/orders/service.py",
+        "## Latest request\n- Fix the bug in src/orders/service.py",
+        "## Files read\n- src/orders/service.py",
+        "## Open errors\n- read src/orders/service.py: ValueError: invalid literal for int()",
+        "## Decisions\n- The root cause is the currency parser.",
+        "## Next steps\n- TODO: add a test for refunds.",
     ):
         assert needle in text
 
@@ -329,19 +329,35 @@ def test_anthropic_compact_defaults_and_block() -> None:
     out = AnthropicCompact(trigger_tokens=50_000, pause_after_compaction=True)(view, facts())
     first = out.view.messages[0]
     assert isinstance(first.blocks[0], CompactionBlock)
-    assert "## User requests" in (first.blocks[0].content or "")
+    assert "## Goal and constraints" in (first.blocks[0].content or "")
     assert out.receipts[0].detail.endswith("paused")
     assert out.view.messages[-1] is view.messages[-1]
     assert is_valid(out.view)
 
 
-def test_sliding_window_never_cuts_into_a_latest_turn_that_holds_thinking() -> None:
+def test_sliding_window_cuts_whole_rounds_of_a_thinking_turn_and_keeps_the_rest_as_sent() -> None:
+    rounds: list[Message] = []
+    for i in range(8):
+        rounds += [
+            assistant(thinking(f"plan {i}"), call(f"t{i}")),
+            user(result(f"t{i}", "x" * 4000)),
+        ]
+    view = Conversation(messages=(user("read every file"), *rounds))
+    out = SlidingWindow(keep_last_rounds=2)(view, facts(budget=2_000)).view
+    assert out.messages[0] is view.messages[0]  # the request, verbatim
+    assert out.messages[-4:] == view.messages[-4:]  # the last 2 rounds, thinking untouched
+    assert all(any(m is k for k in view.messages) for m in out.messages)  # nothing edited
+    assert len(out.messages) == 5
+    assert is_valid(out)
+
+
+def test_sliding_window_not_in_turn_never_cuts_into_a_latest_turn_that_holds_thinking() -> None:
     rounds: list[Message] = []
     for i in range(8):
         first: tuple[Block, ...] = (thinking("plan the reads"),) if i == 0 else ()
         rounds += [assistant(*first, call(f"t{i}")), user(result(f"t{i}", "x" * 4000))]
     view = Conversation(messages=(user("read every file"), *rounds))
-    out = SlidingWindow()(view, facts(budget=2_000))
+    out = SlidingWindow(in_turn=False)(view, facts(budget=2_000))
     assert tokens(out.view) < tokens(view) or out.view is view
     kept = [b for m in out.view.messages for b in m.blocks if isinstance(b, ThinkingBlock)]
     assert kept == [thinking("plan the reads")]

@@ -8,6 +8,7 @@ again to its own output changes nothing, and returns that very object).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from contextkit.strategies import (
     AnthropicClearToolUses,
     AnthropicCompact,
     CacheAwareGate,
+    CacheTimed,
     CallFacts,
     ClearThinking,
     EscalateUntilFits,
@@ -29,10 +31,14 @@ from contextkit.strategies import (
     ReplaceWithSummary,
     SlidingWindow,
     Strategy,
+    ToolResultsOver,
     TurnsOver,
     When,
 )
+from contextkit.strategies._structure import last_turn_start
+from contextkit.strategies.config import PRESETS, strategy_from_spec
 from contextkit.strategies.memory import is_memory_block
+from contextkit.strategies.summary import is_summary_block
 from contextkit.testing.strategies import valid_conversations as shared_conversations
 from contextkit.tokens import ApproxCounter
 from test_strategies_support import ends_with, valid_conversations
@@ -82,21 +88,72 @@ STRATEGIES: dict[str, Strategy] = {
     "hysteresis": Hysteresis(SlidingWindow(), high=0.6, low=0.3),
     "gate": CacheAwareGate(EvictToolResults(min_freed_tokens=0), horizon_calls=5),
     "memory-pipe": MEMORY >> EvictToolResults() >> ReplaceWithSummary() >> SlidingWindow(),
+    # In-turn compaction, cache-aware timing and edit-input clearing (issue 17).
+    "summary-in-turn": ReplaceWithSummary(keep_last_rounds=1),
+    "summary-in-turn-unpinned": ReplaceWithSummary(keep_last_rounds=2, pin_first=False),
+    "compact-in-turn": AnthropicCompact(trigger_tokens=50_000, keep_last_rounds=1),
+    "sliding-in-turn": SlidingWindow(keep_last_rounds=2),
+    "sliding-not-in-turn": SlidingWindow(in_turn=False),
+    "evict-edits": EvictToolResults(keep_last=1, min_freed_tokens=0, clear_edit_inputs=True),
+    "cache-timed-summary": When(
+        CacheTimed(when_cold=OverFraction(0.1), when_warm=OverFraction(0.5)),
+        ReplaceWithSummary(keep_last_rounds=1),
+    ),
+    "cache-timed-evict": When(
+        CacheTimed(when_cold=ToolResultsOver(100), when_warm=ToolResultsOver(5_000)),
+        EvictToolResults(clear_edit_inputs=True, min_freed_tokens=0),
+    ),
+    "hysteresis-cold": Hysteresis(SlidingWindow(), high=0.6, low=0.3, when_cold=0.4),
+    **{f"preset-{name}": strategy_from_spec(name) for name in PRESETS},
 }
 ADDS_TOKENS = {"memory-pipe"}
-FITS_BUDGET = {"sliding-window", "sliding-window-unpinned", "pipe-evict-window", "escalate"}
+FITS_BUDGET = {
+    "sliding-window",
+    "sliding-window-unpinned",
+    "pipe-evict-window",
+    "escalate",
+}
 
 budgets = st.integers(300, 30_000)
 
 
 # The compaction emulation cannot trigger below 50,000 tokens (the API's minimum): count its
 # views with a tiny characters-per-token ratio so that random views reach the trigger.
-CHARS_PER_TOKEN = {"anthropic-compact": 0.05}
+CHARS_PER_TOKEN = {
+    "anthropic-compact": 0.05,
+    "compact-in-turn": 0.05,
+    "preset-anthropic-compact": 0.05,
+}
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+gaps = st.sampled_from([None, 10.0, 4_000.0])
+"""Seconds since the previous call: first call, a warm cache, a pause over the 1h TTL."""
 
 
-def _facts(budget: int, window: int | None = None, name: str = "") -> CallFacts:
+def _facts(
+    budget: int, window: int | None = None, name: str = "", gap_s: float | None = None
+) -> CallFacts:
     counter = ApproxCounter(CHARS_PER_TOKEN.get(name, 4.0))
-    return CallFacts(counter=counter, budget_tokens=budget, context_window=window or budget)
+    previous = None if gap_s is None else NOW - timedelta(seconds=gap_s)
+    return CallFacts(
+        counter=counter,
+        budget_tokens=budget,
+        context_window=window or budget,
+        now=NOW,
+        previous_call_at=previous,
+        cache_ttl_s=3_600,
+    )
+
+
+def _keeps_latest_request(view: Conversation, out: Conversation) -> bool:
+    """The latest request's own blocks are still in the view, verbatim (a summary may join them
+    in their message, before them)."""
+    latest = last_turn_start(view.messages)
+    if latest is None:
+        return True
+    own = tuple(b for b in view.messages[latest].blocks if not is_summary_block(b))
+    return not own or any(
+        m.role == "user" and m.blocks[-len(own) :] == own for m in reversed(out.messages)
+    )
 
 
 def _snapshot(view: Conversation) -> Any:
@@ -105,12 +162,12 @@ def _snapshot(view: Conversation) -> Any:
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(view=conversations, budget=budgets)
-def test_invariants(name: str, view: Conversation, budget: int) -> None:
+@given(view=conversations, budget=budgets, gap_s=gaps)
+def test_invariants(name: str, view: Conversation, budget: int, gap_s: float | None) -> None:
     rules = "strict" if is_valid(view, "strict") else "anthropic"
     assert is_valid(view, rules)
     strategy = STRATEGIES[name]
-    facts = _facts(budget, name=name)
+    facts = _facts(budget, name=name, gap_s=gap_s)
     before = _snapshot(view)
     result = strategy(view, facts)
     out = result.view
@@ -123,6 +180,7 @@ def test_invariants(name: str, view: Conversation, budget: int) -> None:
     assert out.system_blocks[: len(view.system_blocks)] == view.system_blocks
     assert out.messages[-1].role == "user"
     assert ends_with(out.messages[-1], view.messages[-1].blocks)
+    assert _keeps_latest_request(view, out), "a compaction removed the latest user request"
     if name == "memory-pipe":
         assert any(is_memory_block(b) for b in out.system_blocks)
     if out is view:
@@ -150,11 +208,13 @@ def test_fits_budget_when_possible(name: str, view: Conversation, budget: int) -
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(view=conversations, budget=budgets)
-def test_stable_on_own_output(name: str, view: Conversation, budget: int) -> None:
+@given(view=conversations, budget=budgets, gap_s=gaps)
+def test_stable_on_own_output(
+    name: str, view: Conversation, budget: int, gap_s: float | None
+) -> None:
     """Once applied, applying again changes nothing: the cached prefix stays stable."""
     strategy = STRATEGIES[name]
-    facts = _facts(budget, name=name)
+    facts = _facts(budget, name=name, gap_s=gap_s)
     once = strategy(view, facts).view
     twice = strategy(once, facts)
     assert twice.view is once, twice.receipts

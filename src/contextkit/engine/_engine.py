@@ -249,7 +249,14 @@ class ContextEngine:
                 budget_tokens=self.budget_tokens,
                 context_window=self.context_window,
             )
-        update = {"model": self._view.model, "now": self.clock(), "call_index": len(self._calls)}
+        update: dict[str, object] = {
+            "model": self._view.model,
+            "now": self.clock(),
+            "call_index": len(self._calls),
+        }
+        if self._calls:  # what ColdCache asks: when the cache was last used, and by which model
+            last = self._calls[-1]
+            update |= {"previous_call_at": last.timestamp, "previous_model": last.model}
         facts = base.model_copy(update=update)
         result = self.strategy(self._view, facts)
         self._view = result.view

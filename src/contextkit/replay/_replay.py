@@ -58,7 +58,7 @@ from contextkit.replay._strict import (
 )
 from contextkit.replay._walk import _Thread, _Walker, _with_head
 from contextkit.session import Session
-from contextkit.strategies.base import CallFacts, Receipt, Strategy
+from contextkit.strategies.base import CallFacts, Receipt, Strategy, head_tokens
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
 ASSUMPTION = (
@@ -221,7 +221,7 @@ def replay(
         counter.prime((c.request for c in session.calls), (c.response for c in session.calls))
     window = window or model.context_window or 200_000
     hidden = _hidden_tokens(session, counter, price)
-    budget = budget_tokens or max(window - hidden - 16_000, 1)
+    budget = budget_tokens or max(window - 16_000, 1)  # counted with the prefix (input_tokens)
     walker = _Walker(session)
     # Only facts some recorded response uses can be needed: the index keeps just those.
     index = wanted_index(c.response for c in session.calls)
@@ -232,14 +232,32 @@ def replay(
     scores: list[CallRecall] = []
     # Validated once: validating the counter against its runtime Protocol at every call cost
     # more than some strategies; per call only plain values change (a copy validates nothing).
+    usages = [c.usage for c in session.calls if c.usage is not None]
+    cache = default_cache(session, usages or None) if session.calls else None  # TTL as written
     base = CallFacts(counter=counter, budget_tokens=budget, context_window=window)
+    if isinstance(cache, AnthropicCache) and cache.ttl_s > 0:
+        base = base.model_copy(update={"cache_ttl_s": cache.ttl_s})
+    previous: dict[int, tuple[datetime | None, str | None]] = {}  # per thread: time, model
     for i, call in enumerate(session.calls):
         thread, new = walker.step(i, call)
         unchanged = thread.view is thread.tape  # the strategy has left the tape as it was
         thread.tape = _with_head(thread.tape, call.request, new)
         view = thread.tape if unchanged else _with_head(thread.view, call.request, new)
         now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
-        update = {"model": call.model or session.model, "now": now, "call_index": i}
+        model_id = call.model or session.model
+        last_at, last_model = previous.get(id(thread), (None, None))
+        previous[id(thread)] = (call.timestamp, model_id)
+        update = {
+            "model": model_id,
+            "now": now,
+            "call_index": i,
+            # What the server counts besides the messages: the request's system and tools, plus
+            # what the file omits (inferred from recorded usage).
+            "prefix_tokens": head_tokens(call.request, counter) + hidden if hidden else None,
+            "previous_call_at": last_at if call.timestamp else None,
+            "previous_model": last_model,
+            "cache_reset": call.cache_reset is not None,
+        }
         facts = base.model_copy(update=update)
         result = strategy(view, facts)
         scores.append(scorer.score(thread, new, view, result.view, call.response))

@@ -5,7 +5,9 @@ A strategy is ``strategy(view, facts) -> Compacted``. Built-ins are frozen confi
 :class:`PrependMemoryFiles`, :class:`ClearThinking`, and emulations of Anthropic's server-side
 :class:`AnthropicClearToolUses` and :class:`AnthropicCompact`. They compose with ``>>``,
 :class:`When` + triggers (``|``, ``&``), :class:`EscalateUntilFits`, :class:`Hysteresis` and
-:class:`CacheAwareGate`; configs load from TOML/JSON or inline specs (:func:`strategy_from_spec`).
+:class:`CacheAwareGate`, timed for the prompt cache with :class:`ColdCache` and the
+:class:`CacheTimed` planner; configs load from TOML/JSON or inline specs
+(:func:`strategy_from_spec`).
 """
 
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
@@ -15,6 +17,8 @@ from contextkit.strategies.compose import (
     AnyStrategy,
     AnyTrigger,
     CacheAwareGate,
+    CacheTimed,
+    ColdCache,
     EscalateUntilFits,
     Hysteresis,
     NoCompaction,
@@ -35,14 +39,15 @@ from contextkit.strategies.config import (
     strategy_from_spec,
 )
 from contextkit.strategies.eviction import EvictToolResults
+from contextkit.strategies.handoff import ExtractiveSummariser
 from contextkit.strategies.memory import FileMemoryReader, MemoryReader, PrependMemoryFiles
 from contextkit.strategies.server_side import AnthropicClearToolUses, AnthropicCompact
 from contextkit.strategies.summarisers import (
     AnthropicSummariser,
-    ExtractiveSummariser,
     ScriptedSummariser,
     Summariser,
     Summary,
+    ViewSummariser,
 )
 from contextkit.strategies.summary import ReplaceWithSummary
 from contextkit.strategies.thinking import ClearThinking
@@ -58,8 +63,10 @@ __all__ = [
     "AnyStrategy",
     "AnyTrigger",
     "CacheAwareGate",
+    "CacheTimed",
     "CallFacts",
     "ClearThinking",
+    "ColdCache",
     "Compacted",
     "EscalateUntilFits",
     "EvictToolResults",
@@ -81,6 +88,7 @@ __all__ = [
     "Summary",
     "ToolResultsOver",
     "TurnsOver",
+    "ViewSummariser",
     "When",
     "dump_strategy",
     "load_strategy",

@@ -4,7 +4,11 @@ Contract (tenacity-style: small callables, operators, nesting flattens):
 
 - ``a >> b`` (or ``Pipeline(a, b)``) runs ``a`` then ``b`` on ``a``'s view; receipts concatenate.
 - Triggers are conditions ``(view, facts) -> bool``: :class:`OverFraction` (of
-  ``facts.context_window``), :class:`OverTokens`, :class:`TurnsOver`, :class:`ToolResultsOver`.
+  ``facts.context_window``), :class:`OverTokens`, :class:`TurnsOver`, :class:`ToolResultsOver`,
+  :class:`ColdCache` (the cached prefix must be rewritten anyway) and the planner
+  :class:`CacheTimed` (act at a low bar when the cache is cold, else only at a high-water mark).
+  Token triggers count what the server counts: system + tools + messages
+  (:meth:`CallFacts.input_tokens`).
   They combine with ``|`` (:class:`AnyOf`) and ``&`` (:class:`AllOf`); sequencing and boolean
   combination use different operators on purpose. Deciding *whether* (a trigger) stays apart from
   *how* (a strategy): ``When(trigger, strategy)``.
@@ -94,7 +98,7 @@ class OverFraction(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return facts.counter.count_conversation(view) > self.fraction * facts.context_window
+        return facts.input_tokens(view) > self.fraction * facts.context_window
 
 
 class OverTokens(TriggerModel):
@@ -109,7 +113,7 @@ class OverTokens(TriggerModel):
         super().__init__(**data)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
-        return facts.counter.count_conversation(view) > self.tokens
+        return facts.input_tokens(view) > self.tokens
 
 
 class TurnsOver(TriggerModel):
@@ -143,6 +147,44 @@ class ToolResultsOver(TriggerModel):
         return tool_result_tokens(view.messages, facts.counter) > self.tokens
 
 
+class ColdCache(TriggerModel):
+    """The cached prefix is cold at this call anyway, so an edit costs no extra cache write: the
+    gap since the previous call exceeds the TTL (``ttl_s``, else ``facts.cache_ttl_s``), the model
+    changed (a cache is per model), or the harness reset its cache (a resumed session)."""
+
+    kind: Literal["cold-cache"] = "cold-cache"
+    ttl_s: int | None = Field(None, gt=0)
+    on_model_change: bool = True
+    on_reset: bool = True
+
+    def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
+        if self.on_reset and facts.cache_reset:
+            return True
+        switched = facts.previous_model and facts.model and facts.previous_model != facts.model
+        if self.on_model_change and switched:
+            return True
+        if facts.previous_call_at is None:
+            return False
+        ttl = self.ttl_s if self.ttl_s is not None else facts.cache_ttl_s
+        return (facts.now - facts.previous_call_at).total_seconds() > ttl
+
+
+class CacheTimed(TriggerModel):
+    """A planner's trigger: fire when the cache is cold and ``when_cold`` holds (a low bar: the
+    rewrite is free), otherwise only when ``when_warm`` holds (a high-water mark: batch the edits
+    so the warm cache is rewritten rarely)."""
+
+    kind: Literal["cache-timed"] = "cache-timed"
+    when_cold: TriggerField
+    when_warm: TriggerField
+    cold: ColdCache = Field(default_factory=ColdCache)
+
+    def __call__(self, view: Conversation, facts: CallFacts, /) -> bool:
+        if self.when_warm(view, facts):
+            return True
+        return self.cold(view, facts) and self.when_cold(view, facts)
+
+
 class AnyOf(TriggerModel):
     kind: Literal["any"] = "any"
     triggers: tuple[TriggerField, ...]
@@ -170,7 +212,14 @@ class AllOf(TriggerModel):
 
 
 AnyTrigger = Annotated[
-    OverFraction | OverTokens | TurnsOver | ToolResultsOver | AnyOf | AllOf,
+    OverFraction
+    | OverTokens
+    | TurnsOver
+    | ToolResultsOver
+    | ColdCache
+    | CacheTimed
+    | AnyOf
+    | AllOf,
     Field(discriminator="kind"),
 ]
 TriggerField = Annotated[AnyTrigger | TriggerFn, Field(union_mode="left_to_right")]
@@ -235,7 +284,7 @@ class When(StrategyModel):
 
 
 def _fits(view: Conversation, facts: CallFacts) -> bool:
-    return facts.counter.count_conversation(view) <= facts.budget_tokens
+    return facts.input_tokens(view) <= facts.budget_tokens
 
 
 class EscalateUntilFits(StrategyModel):
@@ -263,12 +312,15 @@ class EscalateUntilFits(StrategyModel):
 
 class Hysteresis(StrategyModel):
     """Compacts above ``high`` x window (or above the budget), down to ``low`` x window (or the
-    budget, if lower), so edits are rare."""
+    budget, if lower), so edits are rare. With ``when_cold``, also when the cache is cold anyway
+    (:class:`ColdCache`) and the view is above ``when_cold`` x window: the rewrite is free then."""
 
     kind: Literal["hysteresis"] = "hysteresis"
     strategy: StrategyField
     high: float = Field(0.8, gt=0)
     low: float = Field(0.5, gt=0)
+    when_cold: float | None = Field(None, gt=0)
+    cold: ColdCache = Field(default_factory=ColdCache)
 
     def __init__(self, strategy: Any = None, /, **data: Any) -> None:
         if strategy is not None:
@@ -282,11 +334,17 @@ class Hysteresis(StrategyModel):
         return self
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        total = facts.counter.count_conversation(view)
-        if total <= self.high * facts.context_window and total <= facts.budget_tokens:
+        total = facts.input_tokens(view)
+        calm = total <= self.high * facts.context_window and total <= facts.budget_tokens
+        if calm and not self._cold_moment(view, facts, total):
             return Compacted(view=view)  # under the high-water mark and within the budget
         target = min(facts.budget_tokens, int(self.low * facts.context_window))
         return self.strategy(view, facts.model_copy(update={"budget_tokens": target}))
+
+    def _cold_moment(self, view: Conversation, facts: CallFacts, total: int) -> bool:
+        if self.when_cold is None or total <= self.when_cold * facts.context_window:
+            return False
+        return self.cold(view, facts)
 
 
 class CacheAwareGate(StrategyModel):
@@ -353,7 +411,16 @@ AnyStrategy = Annotated[
 
 StrategyField = Annotated[AnyStrategy | StrategyFn, Field(union_mode="left_to_right")]
 
-for _model in (AnyOf, AllOf, Pipeline, When, EscalateUntilFits, Hysteresis, CacheAwareGate):
+for _model in (
+    CacheTimed,
+    AnyOf,
+    AllOf,
+    Pipeline,
+    When,
+    EscalateUntilFits,
+    Hysteresis,
+    CacheAwareGate,
+):
     _model.model_rebuild()
 
 __all__ = [
@@ -364,6 +431,8 @@ __all__ = [
     "AnyStrategy",
     "AnyTrigger",
     "CacheAwareGate",
+    "CacheTimed",
+    "ColdCache",
     "EscalateUntilFits",
     "Hysteresis",
     "NoCompaction",

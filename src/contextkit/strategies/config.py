@@ -32,6 +32,7 @@ from contextkit.strategies.base import Strategy
 from contextkit.strategies.compose import (
     AnyStrategy,
     AnyTrigger,
+    CacheTimed,
     Hysteresis,
     NoCompaction,
     OverFraction,
@@ -47,11 +48,23 @@ from contextkit.strategies.window import SlidingWindow
 # cast: mypy does not see an Annotated union as a type form TypeAdapter accepts.
 STRATEGY_ADAPTER: TypeAdapter[StrategyModel] = TypeAdapter(cast("type[StrategyModel]", AnyStrategy))
 SUMMARY_TRIGGER_FRACTION = 0.8
-"""Presets summarise once the view holds this share of the context window."""
+"""Presets summarise once the request holds this share of the context window (system + tools +
+messages, as the server counts)..."""
+COLD_SUMMARY_FRACTION = 0.4
+"""... or this share when the cache is cold anyway (a pause over the TTL, a model switch, a
+resumed session): the whole prefix is rewritten at that call whatever the view holds."""
+KEEP_LAST_ROUNDS = 4
+"""Tool rounds of the latest turn a preset summary keeps verbatim (it cuts inside the turn: a
+one-prompt agent session is one turn of hundreds of calls)."""
 
 
 def _summary(**params: Any) -> StrategyModel:
-    return When(OverFraction(SUMMARY_TRIGGER_FRACTION), ReplaceWithSummary(**params))
+    params.setdefault("keep_last_rounds", KEEP_LAST_ROUNDS)
+    trigger = CacheTimed(
+        when_cold=OverFraction(COLD_SUMMARY_FRACTION),
+        when_warm=OverFraction(SUMMARY_TRIGGER_FRACTION),
+    )
+    return When(trigger, ReplaceWithSummary(**params))
 
 
 EVICT_TRIGGER_TOKENS = 30_000
@@ -59,17 +72,31 @@ EVICT_TRIGGER_TOKENS = 30_000
 one rewrite of the cached tail per batch rather than one per call. Evicting at every call (the bare
 ``EvictToolResults``) breaks the cache each time and, on the recorded corpus, costs more than not
 compacting at all (see docs/corpus-results.md)."""
+COLD_EVICT_TOKENS = 5_000
+"""... or once they exceed this many when the cache is cold anyway (the rewrite is free)."""
 
 
 def _sliding(**params: Any) -> StrategyModel:
-    """A window that slides rarely: over 80% of the context window, down to 50% (each slide
-    rewrites the whole cached message history, so sliding by one message per call would make every
-    call a cache write)."""
-    return Hysteresis(SlidingWindow(**params))
+    """A window that slides rarely: over 80% of the context window (or over 55% when the cache is
+    cold anyway), down to 50% (each slide rewrites the whole cached message history, so sliding by
+    one message per call would make every call a cache write)."""
+    return Hysteresis(SlidingWindow(**params), when_cold=0.55)
+
+
+def _evict_trigger() -> CacheTimed:
+    return CacheTimed(
+        when_cold=ToolResultsOver(tokens=COLD_EVICT_TOKENS),
+        when_warm=ToolResultsOver(tokens=EVICT_TRIGGER_TOKENS),
+    )
 
 
 def _evict(**params: Any) -> StrategyModel:
-    return When(ToolResultsOver(tokens=EVICT_TRIGGER_TOKENS), EvictToolResults(**params))
+    return When(_evict_trigger(), EvictToolResults(**params))
+
+
+def _evict_edits(**params: Any) -> StrategyModel:
+    params.setdefault("clear_edit_inputs", True)
+    return When(_evict_trigger(), EvictToolResults(**params))
 
 
 def _evict_then_summary(**params: Any) -> StrategyModel:
@@ -78,18 +105,28 @@ def _evict_then_summary(**params: Any) -> StrategyModel:
     return _evict() >> _summary()
 
 
+def _anthropic_compact(**params: Any) -> StrategyModel:
+    return AnthropicCompact(**params)
+
+
 PRESETS: Mapping[str, Callable[..., StrategyModel]] = {
     "none": NoCompaction,
     "sliding-window": _sliding,
     "evict-tool-results": _evict,
+    "evict-tool-results-and-edits": _evict_edits,
     "summary": _summary,
     "evict-then-summary": _evict_then_summary,
     "anthropic-clear-tool-uses": AnthropicClearToolUses,
-    "anthropic-compact": AnthropicCompact,
+    "anthropic-compact": _anthropic_compact,
 }
-"""Named strategies. ``summary`` is a summary triggered at 80% of the window (a bare summary would
-run at every call); ``evict-tool-results`` clears all but the last 3 results once results in view
-exceed :data:`EVICT_TRIGGER_TOKENS`. Parameters given to a preset go to its main strategy."""
+"""Named strategies, timed for the prompt cache (:class:`CacheTimed`: a low bar when the cache is
+cold anyway, a high-water mark otherwise). ``summary`` summarises over 80% of the window (40% when
+cold), inside the latest turn when it holds more than :data:`KEEP_LAST_ROUNDS` tool rounds;
+``evict-tool-results`` clears all but the last 3 results once results in view exceed
+:data:`EVICT_TRIGGER_TOKENS` (:data:`COLD_EVICT_TOKENS` when cold);
+``evict-tool-results-and-edits`` also clears the strings of old Edit / Write calls. The
+``anthropic-*`` presets emulate the server's own edits with its defaults (the compaction emulation
+cuts inside the latest turn). Parameters given to a preset go to its main strategy."""
 
 
 def _kinds(*unions: Any) -> frozenset[str]:

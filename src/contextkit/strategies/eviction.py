@@ -13,12 +13,18 @@ Contract of :class:`EvictToolResults`:
   call and the cached prefix stays stable once an eviction has happened.
 - ``clear_inputs`` also replaces the input of each evicted call (in its assistant message) with a
   small marker object.
+- ``clear_edit_inputs`` also clears the large string fields (``old_string``, ``new_string``,
+  ``content``, ``file_text``, ...) of old file-editing calls (``Edit``, ``MultiEdit``, ``Write``,
+  ``str_replace`` editors, ``apply_patch``): those older than the oldest result kept. The call
+  stays valid (same id, name and other fields, the result untouched); each cleared field says how
+  many characters it held. Edit results are tiny, so result eviction alone never frees them.
 - Minimum-freed guard: unless the view is over its budget, an edit that frees fewer than
   ``min_freed_tokens`` is not worth breaking the cache for, and the same view comes back.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -93,6 +99,7 @@ class EvictionPlan:
     exclude_tools: Collection[str]
     clear_inputs: bool | Collection[str]
     min_freed_tokens: int
+    clear_edit_inputs: bool = False
 
 
 _Located = tuple[int, int, ToolResultBlock]
@@ -200,22 +207,83 @@ def _cleared_use(use: ToolUseBlock) -> ToolUseBlock | None:
     return cleared if len(block_text(cleared)) < len(block_text(use)) else None
 
 
+EDIT_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "create_file", "edit", "write"}
+)
+"""File-editing tools of Claude Code, Codex, pi and others (``str_replace*`` editors too)."""
+EDIT_FIELDS: tuple[str, ...] = ("old_string", "new_string", "content", "file_text", "old_str")
+EDIT_FIELDS += ("new_str", "edits", "new_source", "patch", "input", "oldText", "newText")
+CLEARED_FIELD_PREFIX = "[contextkit: "
+_MIN_FIELD_CHARS = 200
+
+
+def is_edit_call(use: ToolUseBlock) -> bool:
+    return use.name in EDIT_TOOLS or use.name.startswith("str_replace")
+
+
+def cleared_edit(use: ToolUseBlock) -> ToolUseBlock | None:
+    """The edit call with its large string fields replaced by a marker, None when none is."""
+    if not isinstance(use.input, dict) or not is_edit_call(use):
+        return None
+    data = dict(use.input)
+    changed = False
+    for key in EDIT_FIELDS:
+        value = data.get(key)
+        if isinstance(value, str) and value.startswith(CLEARED_FIELD_PREFIX):
+            continue
+        if value is None or isinstance(value, bool | int | float):
+            continue
+        size = len(value) if isinstance(value, str) else len(json.dumps(value))
+        if size >= _MIN_FIELD_CHARS:
+            data[key] = f"{CLEARED_FIELD_PREFIX}{size:,} characters cleared to save context]"
+            changed = True
+    return use.model_copy(update={"input": data}) if changed else None
+
+
+def _old_edits(messages: Sequence[Message], boundary: int) -> list[tuple[int, int, ToolUseBlock]]:
+    """(message, block, cleared call) of every edit call before message ``boundary``."""
+    out = []
+    for i in range(min(boundary, len(messages) - 1)):
+        message = messages[i]
+        if message.role != "assistant" or not info(message).tool_uses:
+            continue
+        for j, block in enumerate(message.blocks):
+            if isinstance(block, ToolUseBlock):
+                cleared = cleared_edit(block)
+                if cleared is not None:
+                    out.append((i, j, cleared))
+    return out
+
+
+def _boundary(messages: Sequence[Message], found: list[_Located], kept: int) -> int:
+    """The message index before which calls count as old: that of the call whose result is the
+    oldest kept (the assistant message just before it)."""
+    if kept >= len(found):
+        return 0 if found else len(messages) - 1
+    return found[len(found) - kept][0] - 1 if kept else len(messages) - 1
+
+
 def evict(view: Conversation, facts: CallFacts, plan: EvictionPlan) -> Compacted:
     """Evict old tool results from ``view`` according to ``plan``."""
     counter = facts.counter
     found = _results(view.messages)
     chosen = _candidates(view.messages, found, plan, counter)
-    if not chosen:
+    edits_old: list[tuple[int, int, ToolUseBlock]] = []
+    if plan.clear_edit_inputs:
+        kept = _kept(found, plan, counter)
+        edits_old = _old_edits(view.messages, _boundary(view.messages, found, kept))
+    if not chosen and not edits_old:
         return Compacted(view=view)
-    total = counter.count_conversation(view)
+    total = facts.input_tokens(view)
     over = total > facts.budget_tokens
     if plan.keep_last is None and plan.keep_tokens is None:
         chosen = _until_fits(chosen, total - facts.budget_tokens)
-    if not over and not plan.clear_inputs and sum(c.saving for c in chosen) < plan.min_freed_tokens:
+    cheap = not plan.clear_inputs and not edits_old
+    if not over and cheap and sum(c.saving for c in chosen) < plan.min_freed_tokens:
         return Compacted(view=view)  # cannot free enough: skip building the edit
-    edits, receipts = _edits(view.messages, chosen, plan, counter)
+    edits, receipts = _edits(view.messages, chosen, plan, counter, edits_old)
     new = replace_messages(view, edits)
-    freed = total - counter.count_conversation(new)
+    freed = total - facts.input_tokens(new)
     if freed <= 0 or (freed < plan.min_freed_tokens and not over):
         return Compacted(view=view)
     return Compacted(view=new, receipts=tuple(receipts))
@@ -232,10 +300,28 @@ def _until_fits(chosen: list[_Found], excess: int) -> list[_Found]:
 
 
 def _edits(
-    messages: Sequence[Message], chosen: list[_Found], plan: EvictionPlan, counter: TokenCounter
+    messages: Sequence[Message],
+    chosen: list[_Found],
+    plan: EvictionPlan,
+    counter: TokenCounter,
+    edits_old: Sequence[tuple[int, int, ToolUseBlock]] = (),
 ) -> tuple[dict[int, Message], list[Receipt]]:
     blocks: dict[int, list[Block]] = {}
     receipts: list[Receipt] = []
+    for i, j, cleared in edits_old:
+        row = blocks.setdefault(i, list(messages[i].blocks))
+        old = row[j]
+        row[j] = cleared
+        receipts.append(
+            Receipt(
+                strategy=plan.strategy,
+                action="cleared_input",
+                tokens_freed=max(counter.count_block(old) - counter.count_block(cleared), 0),
+                message_index=i,
+                tool_use_id=cleared.id,
+                detail=f"edit strings of {cleared.name}",
+            )
+        )
     uses: dict[str, tuple[int, ToolUseBlock]] | None = None  # looked up only to clear inputs
     for item in chosen:
         new_result = item.result.model_copy(update={"content": item.text})
@@ -273,6 +359,8 @@ def _clear_input(
     if cleared is None:
         return []
     row = blocks.setdefault(index, list(messages[index].blocks))
+    if use not in row:
+        return []  # its edit strings were cleared already: leave that smaller form
     row[row.index(use)] = cleared
     freed = counter.count_block(use) - counter.count_block(cleared)
     return [
@@ -296,6 +384,8 @@ class EvictToolResults(StrategyModel):
     min_result_tokens: int = Field(100, ge=0)
     exclude_tools: tuple[str, ...] = ()
     clear_inputs: bool = False
+    clear_edit_inputs: bool = False
+    """Also clear the large strings of old Edit / Write / str_replace calls (see above)."""
     min_freed_tokens: int = Field(1_000, ge=0)
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
@@ -307,16 +397,21 @@ class EvictToolResults(StrategyModel):
             exclude_tools=frozenset(self.exclude_tools),
             clear_inputs=self.clear_inputs,
             min_freed_tokens=self.min_freed_tokens,
+            clear_edit_inputs=self.clear_edit_inputs,
         )
         return evict(view, facts, plan)
 
 
 __all__ = [
+    "CLEARED_FIELD_PREFIX",
     "CLEARED_INPUT_KEY",
+    "EDIT_TOOLS",
     "PLACEHOLDER_PREFIX",
     "EvictToolResults",
     "EvictionPlan",
+    "cleared_edit",
     "evict",
+    "is_edit_call",
     "is_evicted",
     "placeholder",
 ]

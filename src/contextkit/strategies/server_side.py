@@ -15,34 +15,32 @@ replay can compare it with client-side strategies. Parameters and defaults follo
 
 :class:`AnthropicCompact` (``compact_20260112``)
     Fires when the view's input tokens exceed ``trigger_tokens`` (default 150,000; the API's
-    minimum is 50,000). The history before the latest turn becomes a ``compaction`` block holding
-    the summary (written by ``summariser``, offline by default; ``instructions`` steer it like the
-    API's parameter, which replaces the default summary prompt). The block opens the view as the
-    first (user) message, followed by the answer that closed the previous turn and the latest turn
-    verbatim. Difference from the server: the server summarises the current turn too and returns
-    the block in its assistant response; keeping the latest turn verbatim keeps the view valid and
-    the request answerable offline. ``pause_after_compaction`` is carried for parity and
+    minimum is 50,000; counted as the server counts: system + tools + messages). The history
+    becomes a ``compaction`` block holding the summary (written by ``summariser``, offline by
+    default; ``instructions`` steer it like the API's parameter, which replaces the default summary
+    prompt). When the latest turn holds more than ``keep_last_rounds`` tool rounds (a one-prompt
+    agent session), the summary covers everything before its last rounds: the view opens with the
+    latest request's message holding the block and then the request verbatim, followed by the
+    kept rounds untouched (their signed thinking included). Otherwise the block opens the view as
+    the first (user) message, followed by the answer that closed the previous turn and the latest
+    turn verbatim. Difference from the server: the server returns the block in its assistant
+    response; keeping the latest request and rounds verbatim keeps the view valid and the request
+    answerable offline. ``pause_after_compaction`` is carried for parity and
     reported on the receipt (a harness would see ``stop_reason: "compaction"``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
-from contextkit.messages import CompactionBlock, Conversation, Message, ToolUseBlock
+from contextkit.messages import CompactionBlock, Conversation, ToolUseBlock
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies.base import CallFacts, Compacted
 from contextkit.strategies.eviction import EvictionPlan, evict
-from contextkit.strategies.summarisers import (
-    SUMMARY_CLOSE,
-    SUMMARY_OPEN,
-    ExtractiveSummariser,
-    Summary,
-)
-from contextkit.strategies.summary import SummariserField, summarise_head
+from contextkit.strategies.summarisers import SUMMARY_CLOSE, SUMMARY_OPEN, ExtractiveSummariser
+from contextkit.strategies.summary import SummariserField, summarise_head, summarise_with
 
 COMPACT_MIN_TRIGGER = 50_000
 
@@ -71,7 +69,7 @@ class AnthropicClearToolUses(StrategyModel):
     def fires(self, view: Conversation, facts: CallFacts) -> bool:
         if self.trigger_tool_uses is not None:
             return count_tool_uses(view) > self.trigger_tool_uses
-        return facts.counter.count_conversation(view) > self.trigger_tokens
+        return facts.input_tokens(view) > self.trigger_tokens
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
         if not self.fires(view, facts):
@@ -102,20 +100,20 @@ class AnthropicCompact(StrategyModel):
     instructions: str | None = None
     pause_after_compaction: bool = False
     summariser: SummariserField = Field(default_factory=ExtractiveSummariser)
+    keep_last_rounds: int | None = Field(3, ge=1)
+    """Compact inside the latest turn too when it holds more tool rounds than this (the server
+    summarises the current turn); None: only the turns before it."""
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        if facts.counter.count_conversation(view) <= self.trigger_tokens:
+        if facts.input_tokens(view) <= self.trigger_tokens:
             return Compacted(view=view)
-
-        def summarise(span: Sequence[Message]) -> Summary:
-            return self.summariser.summarise(span, facts, instructions=self.instructions)
-
         result = summarise_head(
             view,
             facts,
             keep_last_turns=1,
+            keep_last_rounds=self.keep_last_rounds,
             pin_first=False,
-            summarise=summarise,
+            summarise=summarise_with(self.summariser, view, facts, self.instructions),
             make_block=_compaction_block,
             strategy=self.kind,
         )

@@ -8,7 +8,10 @@ Contract of :class:`SlidingWindow`:
   message is always kept, as is the last message.
 - Messages are dropped oldest first, in two spans: first whole earlier turns (between the pinned
   task and the latest turn), then, only if that is not enough, the oldest tool rounds of the latest
-  turn, unless the latest turn holds thinking (it must go back to the provider unmodified). A span
+  turn (``in_turn``), always keeping its opening request verbatim and its last
+  ``keep_last_rounds`` rounds. Rounds go whole, so no kept message is edited: the signed thinking
+  of the kept rounds goes back to the provider exactly as sent (the provider's rule); with
+  ``in_turn`` false a latest turn that holds thinking is never cut into. A span
   never separates a ``tool_use`` from its result or splits a parallel group, and the result still
   alternates roles and starts with a user message. With a pinned task the kept history
   resumes at an assistant message (so it may keep the final answer of the turn before).
@@ -47,6 +50,11 @@ class SlidingWindow(StrategyModel):
     max_tokens: int | None = Field(None, gt=0)
     keep_turns: int | None = Field(None, ge=1)
     pin_first: bool = True
+    in_turn: bool = True
+    """Cut tool rounds inside the latest turn even when it holds thinking (whole rounds: the kept
+    ones stay as sent). False: such a turn is never cut into."""
+    keep_last_rounds: int = Field(1, ge=1)
+    """Tool rounds of the latest turn that always stay."""
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
         messages = view.messages
@@ -56,7 +64,7 @@ class SlidingWindow(StrategyModel):
         target = facts.budget_tokens
         if self.max_tokens is not None:
             target = min(target, self.max_tokens)
-        total = facts.counter.count_conversation(view)
+        total = facts.input_tokens(view)
         if total <= target and self.keep_turns is None:
             return Compacted(view=view)  # the common case, kept cheap: no planning
         pinned = 1 if self.pin_first and is_turn_start(messages[0]) else 0
@@ -68,6 +76,8 @@ class SlidingWindow(StrategyModel):
             latest=latest,
             excess=total - target,
             floor=self._turn_floor(messages),
+            in_turn=self.in_turn,
+            keep_rounds=self.keep_last_rounds,
         )
         result = _apply(view, sizes, cuts, total, target) if cuts else Compacted(view=view)
         return _drop_summary(result, facts, target) if pinned else result
@@ -90,6 +100,8 @@ def _plan(
     latest: int,
     excess: int,
     floor: int | None,
+    in_turn: bool = True,
+    keep_rounds: int = 1,
 ) -> list[tuple[int, int]]:
     """The spans to drop, as (start, stop) pairs, smallest first that frees ``excess`` tokens."""
     cuts: list[tuple[int, int]] = []
@@ -108,9 +120,11 @@ def _plan(
     if excess <= 0:
         return cuts
     start = latest + 1
-    if _holds_thinking(messages[start:]):
-        return cuts  # the latest turn's thinking must go back unmodified: never cut into it
-    recent = [c for c in range(start + 1, len(messages)) if removable(messages, start, c)]
+    if not in_turn and _holds_thinking(messages[start:]):
+        return cuts  # asked never to cut into a turn whose thinking goes back as sent
+    rounds = [c for c in range(start, len(messages)) if messages[c].role == "assistant"]
+    last = rounds[-keep_rounds] if len(rounds) >= keep_rounds else start
+    recent = [c for c in range(start + 1, last + 1) if removable(messages, start, c)]
     stop = _smallest_fitting(recent, sizes, start, excess)
     if stop is not None:
         cuts.append((start, stop))
@@ -142,7 +156,7 @@ def _drop_summary(result: Compacted, facts: CallFacts, target: int) -> Compacted
     counter = facts.counter
     first = view.messages[0]
     task = pinned_blocks(first)
-    if not task or len(task) == len(first.blocks) or counter.count_conversation(view) <= target:
+    if not task or len(task) == len(first.blocks) or facts.input_tokens(view) <= target:
         return result
     new = view.with_messages((with_blocks(first, task), *view.messages[1:]))
     receipt = Receipt(
