@@ -161,7 +161,7 @@ class Recorder:
     def __init__(
         self,
         session: WrapSession,
-        done: Callable[[Any], Mapping[str, Any] | None],
+        done: Callable[[Any], Mapping[str, Any] | None] | Callable[[Any], None],
         at_end: Callable[[], Mapping[str, Any] | None] = lambda: None,
     ) -> None:
         self.session = session
