@@ -62,7 +62,7 @@ def plain(value: Any) -> Any:
 
 def _describe(exc: ValidationError) -> str:
     errors = exc.errors()
-    first = errors[0]
+    first = max(errors, key=lambda e: len(e["loc"]))  # the most specific of a union's branches
     where = ".".join(str(part) for part in first["loc"]) or "(top level)"
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
@@ -83,6 +83,8 @@ def dialect(raw: Mapping[str, Any]) -> Api:
         return "openai-responses"
     if any(p in _RESPONSES_PARTS for p in parts):
         return "openai-responses"
+    if kind == "message":
+        return "anthropic"  # an Anthropic response object (id, model, usage... beside content)
     if raw.get("role") in _CHAT_ROLES or set(raw) - {"role", "content"}:
         return "openai-chat"  # an Anthropic message has only these two fields
     if any(p in _CHAT_PARTS for p in parts) or (raw.get("role") == "assistant" and content is None):
@@ -107,7 +109,7 @@ def _runs(items: Sequence[object]) -> Iterator[tuple[int, Api | None, list[Any]]
             value = plain(item)
             if not isinstance(value, Mapping):
                 raise InputError(
-                    f"item {i}: a {type(item).__name__} is not a message (give a contextkit "
+                    f"item {i}: {type(item).__name__!r} is not a message (give a contextkit "
                     "Message, an Anthropic or OpenAI message dict, or an SDK message object)"
                 )
             kind = dialect(value)

@@ -111,8 +111,10 @@ class Prepared(BaseModel):
 
     def body(self, api: Api | None = None) -> dict[str, Any]:
         """The request as the provider's JSON body: pass it as ``client.messages.create(**body)``
-        (or ``chat.completions.create``, ``responses.create`` for the OpenAI forms)."""
-        return request_body(self.request, api or self.api)
+        (or ``chat.completions.create``, ``responses.create`` for the OpenAI forms). The
+        breakpoints are Anthropic's: the OpenAI forms are written from the view."""
+        api = api or self.api
+        return request_body(self.request if api == "anthropic" else self.view, api)
 
 
 def _identity(view: Conversation, facts: CallFacts, /) -> Compacted:
