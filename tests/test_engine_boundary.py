@@ -184,7 +184,7 @@ def test_a_second_system_prompt_is_refused() -> None:
         engine.add({"role": "system", "content": "Two."}, {"role": "user", "content": "y"})
 
 
-# -- record -----------------------------------------------------------------------------------------
+# -- record ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
