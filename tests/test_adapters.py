@@ -5,6 +5,9 @@ talking HTTP to ``contextkit.testing.fake_openai``."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from typing import Any, ClassVar
 
 import openai
@@ -205,3 +208,48 @@ def test_agents_session_reads_back_compacted_and_stores_everything() -> None:
     assert len(evicted) == CALLS // 2
     assert all(len(i["output"]) < 500 for i in evicted[:-1])
     assert max(r.input_tokens or 0 for r in requests) < BUDGET  # each call, with the filter
+
+
+# -- without the extra ---------------------------------------------------------------------------
+
+BLOCKER = """
+import importlib, importlib.abc, json, sys
+class Block(importlib.abc.MetaPathFinder):
+    blocked = ""
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == self.blocked:
+            raise ImportError(f"No module named {name!r}")
+finder = Block()
+sys.meta_path.insert(0, finder)
+from contextkit.errors import ContextkitError
+out = {}
+for library, module in json.loads(sys.argv[1]):
+    finder.blocked = library
+    try:
+        importlib.import_module(module)
+        out[module] = "imported"
+    except ContextkitError as exc:
+        out[module] = str(exc)
+print(json.dumps(out))
+"""
+MODULES = {  # module: (the library it needs, its extra)
+    "contextkit.engine.openai": ("openai", "openai"),
+    "contextkit.adapters.hermes": ("agent", "hermes"),
+    "contextkit.adapters.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "contextkit.adapters.langchain": ("langchain", "langchain"),
+    "contextkit.adapters.openai_agents": ("agents", "openai-agents"),
+}
+
+
+def test_a_missing_library_names_its_extra() -> None:
+    pairs = [(library, module) for module, (library, _) in MODULES.items()]
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKER, json.dumps(pairs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    errors = json.loads(done.stdout)
+    for module, (_, extra) in MODULES.items():
+        assert f"contextkit[{extra}]" in errors[module]

@@ -315,7 +315,9 @@ def test_async_streams_record_too() -> None:
         async with client.messages.stream(
             model=MODEL, max_tokens=100, tools=TOOLS, messages=history
         ) as stream:
+            text = "".join([t async for t in stream.text_stream])
             first = await stream.get_final_message()
+        assert text == "Step 0."
         history += [{"role": "assistant", "content": first.content}, _tool_result(first)]
         events = await client.messages.create(
             model=MODEL, max_tokens=100, tools=TOOLS, messages=history, stream=True
