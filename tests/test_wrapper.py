@@ -36,7 +36,7 @@ from agent_loop_helper import (
 )
 from contextkit.cache import AnthropicCache
 from contextkit.engine import read_checkpoint
-from contextkit.engine.anthropic import STREAMING_REFUSED, wrap
+from contextkit.engine.anthropic import wrap
 from contextkit.errors import ContextkitError
 from contextkit.formats.sse import assemble_stream, stream_events, to_sse
 from contextkit.messages import INTERRUPTED_TEXT, Conversation, ThinkingBlock, to_payload
@@ -220,17 +220,119 @@ def test_async_client_is_wrapped_too() -> None:
     assert server.rejections == ()
 
 
-# -- (e) streaming is refused ---------------------------------------------------------------------
+# -- (e) streaming ---------------------------------------------------------------------------------
 
 
-def test_streaming_is_refused_before_anything_is_sent() -> None:
-    with _server([]) as server, client_for(server.base_url) as client:
-        with pytest.raises(ContextkitError, match="does not support streaming"):
-            client.messages.create(model=MODEL, max_tokens=10, messages=[TASK], stream=True)
-        with pytest.raises(ContextkitError, match="does not support streaming"):
-            client.messages.stream(model=MODEL, max_tokens=10, messages=[TASK])
-        assert server.requests == ()
-    assert "stream=True" in STREAMING_REFUSED
+def _tool_result(response: Any) -> dict[str, Any]:
+    use = next(b for b in response.content if b.type == "tool_use")
+    content = [{"type": "tool_result", "tool_use_id": use.id, "content": "x = 1\n" * 3_000}]
+    return {"role": "user", "content": content}
+
+
+def test_messages_stream_records_each_final_message_and_compacts() -> None:
+    with _server(tool_loop_replies(11)) as server, client_for(server.base_url) as client:
+        history: list[dict[str, Any]] = [TASK]
+        texts: list[str] = []
+        for _ in range(12):
+            with client.messages.stream(
+                model=MODEL, max_tokens=100, system=SYSTEM, tools=TOOLS, messages=history
+            ) as stream:
+                texts.append("".join(stream.text_stream))
+                response = stream.get_final_message()
+            history.append({"role": "assistant", "content": response.content})
+            if response.stop_reason != "tool_use":
+                break
+            history.append(_tool_result(response))
+        engine = client.engine
+    assert len(engine.calls) == 12 == len(server.requests)
+    assert all(r.streamed for r in server.requests)
+    assert server.rejections == ()
+    assert texts[0] == "Step 0."
+    assert texts[-1] == "done"
+    assert _history_tokens(history) > BUDGET_TOKENS
+    assert max(r.input_tokens or 0 for r in server.requests) <= BUDGET_TOKENS
+    recorded = [json.loads(r.response or "")["usage"] for r in server.requests]
+    assert [c.usage.output_tokens if c.usage else None for c in engine.calls] == [
+        u["output_tokens"] for u in recorded
+    ]
+    assert engine.calls[-1].stop_reason == "end_turn"
+    assert not any(r.action == "reset" for r in engine.receipts)
+
+
+def test_create_stream_true_records_when_the_events_end() -> None:
+    with _server(tool_loop_replies(1)) as server, client_for(server.base_url) as client:
+        history: list[dict[str, Any]] = [TASK]
+        for _ in range(2):
+            events = client.messages.create(
+                model=MODEL, max_tokens=100, tools=TOOLS, messages=history, stream=True
+            )
+            kinds = [event.type for event in events]
+            assert kinds[-1] == "message_stop"
+            last = client.engine.tape[-1]
+            history.append({"role": "assistant", "content": [to_payload(b) for b in last.blocks]})
+            if client.engine.calls[-1].stop_reason == "end_turn":
+                break
+            history.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_0000", "content": "ok"}
+                    ],
+                }
+            )
+        assert server.requests[0].body["stream"] is True
+        engine = client.engine
+    assert [c.stop_reason for c in engine.calls] == ["tool_use", "end_turn"]
+    assert engine.calls[0].response is not None
+    assert engine.calls[0].response.blocks[-1].type == "tool_use"
+    assert engine.calls[0].request_id == "msg_fake_000000"
+
+
+def test_an_abandoned_stream_records_nothing_and_the_call_can_be_retried() -> None:
+    long_text = Reply.text("word " * 400)
+    with _server([long_text, long_text]) as server, client_for(server.base_url) as client:
+        with client.messages.stream(model=MODEL, max_tokens=900, messages=[TASK]) as stream:
+            next(iter(stream.text_stream))  # the harness gives up after the first delta
+        engine = client.engine
+        assert engine.calls == ()
+        assert engine.pending is not None
+        assert [m.role for m in engine.tape] == ["user"]
+        with client.messages.stream(model=MODEL, max_tokens=900, messages=[TASK]) as stream:
+            message = stream.get_final_message()
+        assert len(engine.calls) == 1
+        assert engine.pending is None
+        assert [m.role for m in engine.tape] == ["user", "assistant"]
+        assert server.requests[0].body == server.requests[1].body
+    assert message.content[0].type == "text"
+
+
+def test_async_streams_record_too() -> None:
+    async def run(base_url: str) -> tuple[int, list[str]]:
+        sdk = anthropic.AsyncAnthropic(base_url=base_url, api_key="test", max_retries=0)
+        client = wrap(sdk, strategy(), **engine_options())
+        history: list[dict[str, Any]] = [TASK]
+        kinds: list[str] = []
+        async with client.messages.stream(
+            model=MODEL, max_tokens=100, tools=TOOLS, messages=history
+        ) as stream:
+            text = "".join([t async for t in stream.text_stream])
+            first = await stream.get_final_message()
+        assert text == "Step 0."
+        history += [{"role": "assistant", "content": first.content}, _tool_result(first)]
+        events = await client.messages.create(
+            model=MODEL, max_tokens=100, tools=TOOLS, messages=history, stream=True
+        )
+        async for event in events:
+            kinds.append(event.type)
+        await client.close()
+        return len(client.engine.calls), kinds
+
+    with _server(tool_loop_replies(1)) as server:
+        calls, kinds = asyncio.run(run(server.base_url))
+    assert calls == 2
+    assert kinds[0] == "message_start"
+    assert kinds[-1] == "message_stop"
+    assert server.rejections == ()
 
 
 # -- the wrapper's request ------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The live loop: :class:`ContextEngine` holds tape and view, applies a strategy before each
-call, places cache breakpoints, records responses and checkpoints to disk. The client integration
-is :mod:`contextkit.engine.anthropic` (imported on use: it loads the SDK).
+call, places cache breakpoints, records responses and checkpoints to disk. The client integrations
+are :mod:`contextkit.engine.anthropic` and :mod:`contextkit.engine.openai` (imported on use: each
+loads its SDK).
 """
 
 from __future__ import annotations
 
+from contextkit.engine._boundary import APIS, Api, InputError, ResponseError, request_body
 from contextkit.engine._checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -30,23 +32,28 @@ from contextkit.engine._engine import (
 )
 
 __all__ = [
+    "APIS",
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_VERSION",
     "EPHEMERAL",
     "FINAL_STOPS",
     "INCOMPLETE_STOPS",
     "MAX_BREAKPOINTS",
+    "Api",
     "BreakpointTally",
     "CheckpointError",
     "CheckpointWriter",
     "ContextEngine",
     "EngineState",
+    "InputError",
     "Prepared",
+    "ResponseError",
     "Verdict",
     "count_breakpoints",
     "encode_checkpoint",
     "place_breakpoints",
     "read_checkpoint",
+    "request_body",
     "verdict",
     "write_atomic",
 ]

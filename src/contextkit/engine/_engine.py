@@ -6,12 +6,20 @@ Contract:
 - The **view** is what the model is sent: the previous view plus what was appended since, shaped by
   the strategy before each call (``prepare``). Once a strategy evicts or summarises, later calls
   keep that decision, so the cached prefix stays stable until the next edit.
+- ``add`` takes contextkit messages, Anthropic or OpenAI (Chat Completions, Responses) message
+  dicts and the SDKs' message objects; leading system messages set the system prompt when it is
+  not set yet. Anything else is an ``InputError`` naming the item, and nothing is added.
 - ``prepare`` returns the request to send, with ``cache_control`` breakpoints placed where the
   prefix stays stable (end of tools, end of system, end of the previous request, end of this one);
-  the view itself never carries them.
-- ``record`` takes the response, its usage and stop reason. Only ``end_turn`` and ``stop_sequence``
-  are final; ``tool_use`` asks for tools; ``max_tokens``, ``refusal``, ``pause_turn`` and
-  ``model_context_window_exceeded`` are flagged as not finished, never taken as an answer.
+  the view itself never carries them. ``Prepared.body()`` is that request as the provider's JSON
+  body, in the engine's ``api`` (``anthropic``, ``openai-chat``, ``openai-responses``; OpenAI
+  caches prefixes by itself, so no breakpoints are placed for it).
+- ``record`` takes the response: an SDK response object (anthropic ``Message``, openai
+  ``ChatCompletion`` or ``Response``), its dict, or a contextkit assistant message with its usage
+  and stop reason. Only ``end_turn`` and ``stop_sequence`` are final; ``tool_use`` asks for tools;
+  ``max_tokens``, ``refusal``, ``pause_turn`` and ``model_context_window_exceeded`` are flagged as
+  not finished, never taken as an answer. A response that cannot be read is a ``ResponseError``
+  and changes nothing: the prepared request stays pending, so the call can be retried.
 - With a checkpoint path, the state is written atomically after each ``add`` and ``record``; a kill
   at any moment leaves the last complete checkpoint. A failed write (disk full) raises
   ``CheckpointError`` and leaves the engine as it was before the call, so the call can be made
@@ -29,8 +37,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from contextkit.engine._boundary import (
+    Api,
+    InputError,
+    parse_response,
+    request_body,
+    to_messages,
+)
 from contextkit.engine._checkpoint import (
     CheckpointError,
     CheckpointWriter,
@@ -94,6 +109,15 @@ class Prepared(BaseModel):
     view: Conversation
     receipts: tuple[Receipt, ...]
     call_index: int
+    api: Api = "anthropic"
+    """The wire form :meth:`body` writes by default (the engine's ``api``)."""
+
+    def body(self, api: Api | None = None) -> dict[str, Any]:
+        """The request as the provider's JSON body: pass it as ``client.messages.create(**body)``
+        (or ``chat.completions.create``, ``responses.create`` for the OpenAI forms). The
+        breakpoints are Anthropic's: the OpenAI forms are written from the view."""
+        api = api or self.api
+        return request_body(self.request if api == "anthropic" else self.view, api)
 
 
 def _identity(view: Conversation, facts: CallFacts, /) -> Compacted:
@@ -102,8 +126,8 @@ def _identity(view: Conversation, facts: CallFacts, /) -> Compacted:
 
 def _head(
     model: str | None,
-    system: str | Sequence[Block] | None,
-    tools: Sequence[Tool],
+    system: str | Sequence[Block | Mapping[str, Any]] | None,
+    tools: Sequence[Tool | Mapping[str, Any]],
     params: Mapping[str, Any] | None,
 ) -> Conversation:
     """A request without messages: only the fields given are set (``to_payload`` writes those)."""
@@ -114,7 +138,15 @@ def _head(
         head["system"] = system if isinstance(system, str) else tuple(system)
     if tools:
         head["tools"] = tuple(tools)
-    return Conversation.model_validate(head)
+    try:
+        return Conversation.model_validate(head)
+    except ValidationError as exc:
+        raise InputError(f"request fields: {_describe(exc)}") from None
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
 
 
 class ContextEngine:
@@ -125,9 +157,10 @@ class ContextEngine:
         strategy: Strategy | None = None,
         *,
         model: str | None = None,
-        system: str | Sequence[Block] | None = None,
-        tools: Sequence[Tool] = (),
+        system: str | Sequence[Block | Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] = (),
         params: Mapping[str, Any] | None = None,
+        api: Api = "anthropic",
         counter: TokenCounter | None = None,
         budget_tokens: int = 150_000,
         context_window: int = 200_000,
@@ -143,7 +176,8 @@ class ContextEngine:
         self.context_window = context_window
         self.clock = clock or (lambda: datetime.now(UTC))
         self.audit_path = Path(audit_path) if audit_path else None
-        self.cache_breakpoints = cache_breakpoints
+        self.api: Api = api
+        self.cache_breakpoints = cache_breakpoints and api == "anthropic"
         self._writer: CheckpointWriter | None = None
         if checkpoint_path:
             self._writer = CheckpointWriter(checkpoint_path, fsync=checkpoint_fsync)
@@ -189,21 +223,40 @@ class ContextEngine:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def add(self, *messages: Message) -> None:
-        """Append to the tape and to the view (the view keeps the tape's message objects)."""
-        if not messages:
+    def add(self, *items: object) -> None:
+        """Append to the tape and to the view (the view keeps the tape's message objects).
+
+        ``items`` are messages in any form the module docstring names; one call may hold a whole
+        OpenAI message list, its leading system messages included.
+        """
+        if not items:
             return
+        coerced = to_messages(items)
         undo = self._undo_point()
-        self._tape = (*self._tape, *messages)
-        self._view = self._view.append(*messages)
+        if coerced.system is not None:
+            self._set_system(coerced.system)
+        messages = coerced.messages
+        if messages:
+            self._tape = (*self._tape, *messages)
+            self._view = self._view.append(*messages)
         self._save(undo)
+
+    def _set_system(self, system: str | tuple[Block, ...]) -> None:
+        current = self._view.system
+        if current is None and not self._tape:
+            self._view = self._view.model_copy(update={"system": system})
+        elif current != system:
+            raise InputError(
+                "add(): the messages carry a system prompt other than the engine's; change it "
+                "with configure(system=...)"
+            )
 
     def configure(
         self,
         *,
         model: str | None = None,
-        system: str | Sequence[Block] | None = None,
-        tools: Sequence[Tool] = (),
+        system: str | Sequence[Block | Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] = (),
         params: Mapping[str, Any] | None = None,
     ) -> bool:
         """Set every request field but the messages (the view's messages stay); True if changed.
@@ -267,43 +320,61 @@ class ContextEngine:
                 self._view, self._last_request_end, existing=self._marks(self._view)
             )
         self._pending = Prepared(
-            request=request, view=self._view, receipts=result.receipts, call_index=len(self._calls)
+            request=request,
+            view=self._view,
+            receipts=result.receipts,
+            call_index=len(self._calls),
+            api=self.api,
         )
+        return self._pending
+
+    @property
+    def pending(self) -> Prepared | None:
+        """The prepared request no response was recorded for yet (None after ``record``)."""
         return self._pending
 
     def record(
         self,
-        response: Message,
+        response: object,
         *,
         usage: Usage | None = None,
         stop_reason: str | None = None,
         model: str | None = None,
         request_id: str | None = None,
     ) -> Verdict:
-        """Take the model's answer to the last prepared request; append it to tape and view."""
+        """Take the model's answer to the last prepared request; append it to tape and view.
+
+        ``response`` is an SDK response object, its dict, or an assistant :class:`Message`; the
+        keyword arguments override what the response says of itself. A response that cannot be
+        read raises ``ResponseError`` and leaves the prepared request pending.
+        """
         if self._pending is None:
             raise ContextkitError("record() without prepare(): prepare the request first")
+        answer = parse_response(response)
         undo = self._undo_point()
-        prepared, self._pending = self._pending, None
+        prepared = self._pending
+        message = answer.message
+        stop_reason = stop_reason if stop_reason is not None else answer.stop_reason
         call = Call(
             request=prepared.request,
-            response=response,
-            usage=usage,
-            model=model or prepared.request.model,
+            response=message,
+            usage=usage if usage is not None else answer.usage,
+            model=model or answer.model or prepared.request.model,
             timestamp=self.clock(),
             stop_reason=stop_reason,
-            request_id=request_id,
+            request_id=request_id if request_id is not None else answer.response_id,
             exact=True,
         )
+        self._pending = None
         self._calls.append(call)
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
-        self._tape = (*self._tape, response)
-        self._view = self._view.append(response)
+        self._tape = (*self._tape, message)
+        self._view = self._view.append(message)
         self._save(undo)  # one save for the call and the response: never one without the other
         # After the checkpoint: a kill between the two loses an audit line, never makes a resumed
         # loop send a call again that the audit shows as sent.
         self._audit(call)
-        return verdict(stop_reason, response)
+        return verdict(stop_reason, message)
 
     # -- persistence -------------------------------------------------------------------------
 
@@ -313,7 +384,7 @@ class ContextEngine:
         line = {
             "call": len(self._calls) - 1,
             "time": call.timestamp.isoformat() if call.timestamp else None,
-            "request": to_payload(call.request),
+            "request": request_body(call.request, self.api),
             "stop_reason": call.stop_reason,
             "usage": call.usage.model_dump() if call.usage else None,
         }

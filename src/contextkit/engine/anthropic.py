@@ -20,43 +20,37 @@ wrapped client. The wrapper keeps one :class:`ContextEngine`:
   crash): the harness then passes the engine's tape (``to_payload`` of each message) plus what
   comes next.
 
+Streaming works as with the client itself: ``messages.create(..., stream=True)`` returns the
+SDK's event stream and ``messages.stream(...)`` its stream manager (``text_stream``,
+``get_final_message``, ``until_done``...). The response is recorded into the engine once the
+stream delivered ``message_stop``; a stream that fails or is abandoned records nothing, and the
+same history can be passed again (the retry prepares the same call).
+
 Works with ``anthropic.Anthropic`` and ``anthropic.AsyncAnthropic`` (and the Bedrock/Vertex clients
-built on the same resources). Streaming (``stream=True`` or ``messages.stream(...)``) is refused
-with a clear error rather than silently sent uncompacted; ``client.beta.messages`` is not wrapped.
+built on the same resources); ``client.beta.messages`` is not wrapped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from anthropic import NotGiven, Omit
 from anthropic.resources.messages import AsyncMessages
 
-from contextkit.engine._engine import ContextEngine, Prepared, Verdict
+from contextkit.engine._boundary import Api, plain
+from contextkit.engine._engine import ContextEngine
+from contextkit.engine._wrapping import (
+    AsyncRecordingStream,
+    Recorder,
+    RecordingStream,
+    WrapSession,
+)
 from contextkit.errors import ContextkitError
-from contextkit.messages import Message, Tool, to_payload
-from contextkit.session import Usage
+from contextkit.formats.sse import assemble_events
+from contextkit.messages import Message, Tool
 from contextkit.strategies.base import Strategy
 
 _HEAD_KEYS = ("model", "system", "tools")
-_CLIENT_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
-STREAMING_REFUSED = (
-    "contextkit's wrapper does not support streaming yet (stream=True or messages.stream): "
-    "call messages.create without streaming, or use ContextEngine.prepare/record around your "
-    "own streaming call"
-)
-
-
-def _plain(value: Any) -> Any:
-    """SDK objects to plain JSON values (None fields dropped, as the API omits them)."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _unmarked(message: dict[str, Any]) -> dict[str, Any]:
@@ -73,109 +67,126 @@ def _unmarked(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": blocks}
 
 
-class _Session:
-    """The engine plus what the harness sent last, shared by the sync and async paths."""
+class AnthropicMessages:
+    """The Messages API as a :class:`~contextkit.engine._wrapping.Dialect`."""
 
-    def __init__(
-        self, strategy: Strategy | None, options: dict[str, Any], engine: ContextEngine | None
-    ) -> None:
-        self.strategy = strategy
-        self.options = options
-        self.engine = engine
-        self.head: dict[str, Any] | None = None
-        self.sent: list[dict[str, Any]] = []
-        self.raw: list[object] = []
-        """The objects the harness passed (None: a message the wrapper wrote itself), kept so
-        that an unchanged prefix is recognised by identity instead of converted again."""
-        if engine is not None:
-            self.sent = [to_payload(m) for m in engine.tape]
-            self.raw = [None] * len(self.sent)
-            payload = to_payload(engine.view)
-            self.head = {k: payload[k] for k in _HEAD_KEYS if k in payload}
+    api: Api = "anthropic"
+    history_key = "messages"
 
-    def _configure(self, head: dict[str, Any], params: dict[str, Any]) -> ContextEngine:
-        fields: dict[str, Any] = {
+    def split(self, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        passed = list(kwargs.pop("messages"))
+        head = {k: plain(kwargs.pop(k)) for k in _HEAD_KEYS if k in kwargs}
+        return passed, head
+
+    def configure(self, head: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        return {
             "model": head.get("model"),
             "system": head.get("system"),
             "tools": tuple(Tool.model_validate(t) for t in head.get("tools", ())),
             "params": params,
         }
-        if self.engine is None:
-            self.engine = ContextEngine(self.strategy, **fields, **self.options)
-        else:
-            self.engine.configure(**fields)
-        return self.engine
 
-    def before(self, kwargs: dict[str, Any]) -> tuple[Prepared, dict[str, Any]]:
-        if kwargs.get("stream"):
-            raise ContextkitError(STREAMING_REFUSED)
-        if "messages" not in kwargs:
-            raise ContextkitError("messages.create() needs messages=[...]")
-        # NOT_GIVEN / omit are the SDK's "leave it out" sentinels: drop them like the SDK does.
-        kwargs = {k: v for k, v in kwargs.items() if not isinstance(v, NotGiven | Omit)}
-        passed = list(kwargs.pop("messages"))
-        options = {k: kwargs.pop(k) for k in _CLIENT_OPTIONS if k in kwargs}
-        head = {k: _plain(kwargs.pop(k)) for k in _HEAD_KEYS if k in kwargs}
-        params = {k: _plain(v) for k, v in kwargs.items() if v is not None}
-        new_head = self.engine is not None and head != self.head
-        engine = self._configure(head, params)
-        self.head = head
-        history = self._history(passed)
-        n = len(self.sent)
-        if history is not None and not new_head:
-            engine.add(*(Message.model_validate(m) for m in history[n:]))
-        else:
-            history = [_unmarked(_plain(m)) for m in passed]
-            engine.reset_view([Message.model_validate(m) for m in history])
-        self.sent, self.raw = history, passed
-        prepared = engine.prepare()
-        return prepared, {**to_payload(prepared.request), **options}
+    def normal(self, message: Any) -> dict[str, Any]:
+        return _unmarked(plain(message))
 
-    def _history(self, passed: list[Any]) -> list[dict[str, Any]] | None:
-        """The passed history as payloads if it extends the one sent last time, else None.
+    def messages(self, payloads: list[dict[str, Any]]) -> tuple[Message, ...]:
+        return tuple(Message.model_validate(m) for m in payloads)
 
-        Messages passed again as the very same objects are taken as unchanged (the harness
-        appends; it does not edit a message in place), so a call converts only what is new
-        instead of the whole, ever-growing history.
-        """
-        n = len(self.sent)
-        if len(passed) < n:
+    def appended(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": body.get("content", [])}]
+
+
+def _recorder(session: WrapSession) -> Recorder:
+    """Collects the raw events; at ``message_stop`` assembles and records the message."""
+    events: list[Any] = []
+
+    def done(event: Any) -> Mapping[str, Any] | None:
+        payload = plain(event)
+        if payload.get("type") not in ("text", "input_json", "citation", "thinking", "signature"):
+            events.append(payload)  # the SDK's helper events repeat a delta: not on the wire
+        if payload.get("type") != "message_stop":
             return None
-        history = list(self.sent)
-        for i in range(n):
-            if passed[i] is not self.raw[i] and _unmarked(_plain(passed[i])) != self.sent[i]:
-                return None
-        history.extend(_unmarked(_plain(m)) for m in passed[n:])
-        return history
+        assembled = assemble_events(events)
+        return assembled.message if assembled.complete else None
 
-    def after(self, response: Any) -> Verdict:
-        assert self.engine is not None
-        body = _plain(response)
-        content = body.get("content", [])
-        message = Message(role="assistant", content=tuple(content))
-        usage = Usage.from_anthropic(body["usage"]) if isinstance(body.get("usage"), dict) else None
-        result = self.engine.record(
-            message,
-            usage=usage,
-            stop_reason=body.get("stop_reason"),
-            model=body.get("model"),
-            request_id=body.get("id"),
-        )
-        # The harness appends the assistant message itself; count it as already sent.
-        self.sent.append({"role": "assistant", "content": content})
-        self.raw.append(None)
-        return result
+    return Recorder(session, done)
+
+
+class _MessageStream(RecordingStream):
+    """The SDK's ``MessageStream`` whose helpers read through the recording iterator."""
+
+    @property
+    def text_stream(self) -> Iterator[str]:
+        for event in self:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                yield event.delta.text
+
+    def until_done(self) -> None:
+        for _ in self:
+            pass
+
+    def get_final_message(self) -> Any:
+        self.until_done()
+        return self._inner.get_final_message()
+
+    def get_final_text(self) -> str:
+        self.until_done()
+        text: str = self._inner.get_final_text()
+        return text
+
+
+class _AsyncMessageStream(AsyncRecordingStream):
+    @property
+    async def text_stream(self) -> AsyncIterator[str]:
+        async for event in self:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                yield event.delta.text
+
+    async def until_done(self) -> None:
+        async for _ in self:
+            pass
+
+    async def get_final_message(self) -> Any:
+        await self.until_done()
+        return await self._inner.get_final_message()
+
+    async def get_final_text(self) -> str:
+        await self.until_done()
+        text: str = await self._inner.get_final_text()
+        return text
+
+
+class _StreamManager:
+    """``messages.stream(...)``: the SDK's manager, entered to a recording ``MessageStream``."""
+
+    def __init__(self, inner: Any, session: WrapSession) -> None:
+        self._inner = inner
+        self._session = session
+
+    def __enter__(self) -> _MessageStream:
+        return _MessageStream(self._inner.__enter__(), _recorder(self._session))
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.__exit__(*exc)
+
+    async def __aenter__(self) -> _AsyncMessageStream:
+        return _AsyncMessageStream(await self._inner.__aenter__(), _recorder(self._session))
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.__aexit__(*exc)
 
 
 class _MessagesBase:
     """What the sync and async ``messages`` resources share: all but ``create``."""
 
-    def __init__(self, inner: Any, session: _Session) -> None:
+    def __init__(self, inner: Any, session: WrapSession) -> None:
         self._inner = inner
         self._session = session
 
-    def stream(self, **kwargs: Any) -> Any:
-        raise ContextkitError(STREAMING_REFUSED)
+    def stream(self, **kwargs: Any) -> _StreamManager:
+        payload = self._session.before(dict(kwargs))
+        payload.pop("stream", None)
+        return _StreamManager(self._inner.stream(**payload), self._session)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -183,16 +194,20 @@ class _MessagesBase:
 
 class _Messages(_MessagesBase):
     def create(self, **kwargs: Any) -> Any:
-        _, payload = self._session.before(dict(kwargs))
+        payload = self._session.before(dict(kwargs))
         response = self._inner.create(**payload)
+        if payload.get("stream"):
+            return RecordingStream(response, _recorder(self._session))
         self._session.after(response)
         return response
 
 
 class _AsyncMessages(_MessagesBase):
     async def create(self, **kwargs: Any) -> Any:
-        _, payload = self._session.before(dict(kwargs))
+        payload = self._session.before(dict(kwargs))
         response = await self._inner.create(**payload)
+        if payload.get("stream"):
+            return AsyncRecordingStream(response, _recorder(self._session))
         self._session.after(response)
         return response
 
@@ -208,7 +223,7 @@ class WrappedClient:
         engine: ContextEngine | None = None,
     ) -> None:
         self._client = client
-        self._session = _Session(strategy, options, engine)
+        self._session = WrapSession(AnthropicMessages(), strategy, options, engine)
         # Any: ``create`` returns the SDK's own Message (or an awaitable of it, for async clients).
         self.messages: Any
         if isinstance(client.messages, AsyncMessages):
@@ -257,4 +272,4 @@ def wrap(
     return WrappedClient(client, strategy, options, engine)
 
 
-__all__ = ["STREAMING_REFUSED", "WrappedClient", "wrap"]
+__all__ = ["AnthropicMessages", "WrappedClient", "wrap"]

@@ -25,9 +25,13 @@ class Answer:
     status: int
     body: dict[str, Any]
     stream: bool = False
+    sse: str | None = None
+    """A stream's wire text as it is (OpenAI streams); None: Anthropic's events of ``body``."""
 
     def encode(self) -> tuple[str, bytes]:
         """The content type and the bytes on the wire."""
+        if self.sse is not None:
+            return "text/event-stream", self.sse.encode()
         if self.stream:
             return "text/event-stream", to_sse(stream_events(self.body)).encode()
         return "application/json", json.dumps(self.body).encode()
@@ -56,7 +60,7 @@ def handler_for(handle: Handle) -> type[BaseHTTPRequestHandler]:
             kind, data = answer.encode()
             self.send_response(answer.status)
             self.send_header("content-type", kind)
-            if answer.stream:
+            if answer.stream or answer.sse is not None:
                 self.send_header("cache-control", "no-cache")
             self.send_header("content-length", str(len(data)))
             message_id = str(answer.body.get("id", ""))
