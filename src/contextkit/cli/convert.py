@@ -16,13 +16,15 @@ import sys
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from contextkit.cli._app import app, err_console
 from contextkit.errors import ContextkitError
-from contextkit.formats.convert import ConversionWarning, convert_file
+
+if TYPE_CHECKING:
+    from contextkit.formats.convert import ConversionWarning
 
 
 class TargetName(StrEnum):
@@ -49,6 +51,8 @@ def convert_command(
     ] = False,
 ) -> None:
     """Convert every call's request to another API's form: one JSON body per line."""
+    from contextkit.formats.convert import convert_file  # noqa: PLC0415  (loads the readers)
+
     converted = convert_file(file, to.value, lenient=lenient)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in converted.requests)
     if output is None:

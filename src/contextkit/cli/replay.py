@@ -9,67 +9,65 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
-from contextkit.cli._app import FormatOption, app, console, err_console, print_json
-from contextkit.cli._paths import select_paths
-from contextkit.errors import ContextkitError
-from contextkit.formats import load
-from contextkit.formats.anthropic import write_requests_jsonl
-from contextkit.replay import (
-    AS_RECORDED,
-    ASSUMPTION,
-    Replay,
-    compare,
-    markdown_table,
-    run_strategy,
-    with_default_model,
+from contextkit.cli import _tables as t
+from contextkit.cli._app import (
+    PRESET_NAMES,
+    STRATEGY_HELP,
+    FormatOption,
+    app,
+    console,
+    err_console,
+    print_json,
 )
-from contextkit.strategies.config import PRESETS
+from contextkit.cli._paths import select_paths
+from contextkit.cli._tables import WideOption
+from contextkit.errors import ContextkitError
 
-DEFAULT_SPECS = (AS_RECORDED, *PRESETS)
+if TYPE_CHECKING:
+    from contextkit.replay import Replay
 
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.4f}"
-
-
-def _summary_row(name: str, summary: dict[str, Any], calls: int | None = None) -> list[str]:
-    row = [
-        name,
-        _money(summary["cost_usd"]),
-        f"{summary['input_tokens']:,}",
-        f"{summary['cache_read']:,}",
-        f"{summary['cache_write']:,}",
-        f"{summary['peak_context_tokens']:,}",
-        str(summary["compactions"]),
-        str(summary["overflow_calls"]),
-        f"{summary['recall']:.3f}",
-    ]
-    return row if calls is None else [*row[:1], str(calls), *row[1:]]
-
+AS_RECORDED = "as-recorded"
+DEFAULT_SPECS = (AS_RECORDED, *PRESET_NAMES)
 
 _COLUMNS = (
-    "cost",
-    "uncached in",
-    "cache read",
-    "cache write",
-    "peak context",
-    "compactions",
-    "overflows",
-    "recall",
+    ("cost", "cost_usd", "money"),
+    ("uncached\nin", "input_tokens", "tokens"),
+    ("cache\nread", "cache_read", "tokens"),
+    ("cache\nwrite", "cache_write", "tokens"),
+    ("peak\nctx", "peak_context_tokens", "tokens"),
+    ("compac-\ntions", "compactions", "count"),
+    ("over-\nflows", "overflow_calls", "count"),
+    ("recall", "recall", "recall"),
 )
+"""The figures of a replay summary: header, key, kind."""
+
+
+def _figure(kind: str, value: Any, wide: bool) -> str:
+    if kind == "money":
+        return t.money(value, wide)
+    if kind == "tokens":
+        return t.tokens(value, wide)
+    if kind == "recall":
+        return "-" if value is None else f"{value:.3f}"
+    return "-" if value is None else f"{value:,}"
+
+
+def _summary_cells(summary: dict[str, Any], wide: bool) -> list[str]:
+    return [_figure(kind, summary[key], wide) for _, key, kind in _COLUMNS]
 
 
 _Lenient = Annotated[bool, typer.Option("--lenient", help="Skip bad records, list them.")]
 _Model = Annotated[
     str | None,
-    typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
+    typer.Option(
+        "--model",
+        help="Model for calls whose recording names none (to count and price); named models stay.",
+        show_default=False,
+    ),
 ]
 
 
@@ -77,20 +75,30 @@ _Model = Annotated[
 def replay_command(
     file: Annotated[Path, typer.Argument(help="A recorded session file.")],
     strategy: Annotated[
-        str,
-        typer.Option("--strategy", "-s", help="Preset, config file, inline spec, or as-recorded."),
+        str, typer.Option("--strategy", "-s", help=STRATEGY_HELP)
     ] = "evict-tool-results",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     dump_requests: Annotated[
         Path | None,
-        typer.Option("--dump-requests", help="Write each request the strategy sends (JSONL)."),
+        typer.Option(
+            "--dump-requests",
+            help="Write each request the strategy sends (JSONL).",
+            show_default=False,
+        ),
     ] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG plot here.", show_default=False)
+    ] = None,
     lenient: _Lenient = False,
     model: _Model = None,
     format_name: FormatOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
+    from contextkit.formats import load  # noqa: PLC0415  (the library loads in the command)
+    from contextkit.formats.anthropic import write_requests_jsonl  # noqa: PLC0415
+    from contextkit.replay import run_strategy, with_default_model  # noqa: PLC0415
+
     loaded = load(file, lenient=lenient, format=format_name)
     if not loaded.sessions or not loaded.sessions[0].calls:
         raise ContextkitError(f"{file}: no model calls to replay")
@@ -109,24 +117,30 @@ def replay_command(
         skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
         print_json({**result.to_json(), "skipped": skipped})
         return
-    _print_replay(result, baseline, len(loaded.sessions))
+    _print_replay(result, baseline, len(loaded.sessions), wide)
     if dump_requests is not None:
-        console.print(f"requests written to {dump_requests}")
+        console.print(f"requests written to {dump_requests}", highlight=False, soft_wrap=True)
     if plot is not None:
-        console.print(f"plot written to {plot}")
+        console.print(f"plot written to {plot}", highlight=False, soft_wrap=True)
 
 
-def _print_replay(result: Replay, baseline: Replay, sessions: int) -> None:
-    table = Table(title=f"{result.session.path} ({result.session.model}, {len(result.rows)} calls)")
-    for col in ("strategy", *_COLUMNS):
-        table.add_column(col, justify="left" if col == "strategy" else "right", overflow="fold")
+def _print_replay(result: Replay, baseline: Replay, sessions: int, wide: bool) -> None:
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import ASSUMPTION  # noqa: PLC0415
+
+    where = t.short_path(result.session.path or "", wide, width=48)
+    tab = t.table(f"{escape(where)} ({result.session.model}, {len(result.rows)} calls)")
+    t.label_column(tab, "strategy")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
     if baseline is not result:
-        table.add_row(*_summary_row(AS_RECORDED, baseline.summary()))
-    table.add_row(*_summary_row(result.strategy, result.summary()))
-    console.print(table)
+        tab.add_row(AS_RECORDED, *_summary_cells(baseline.summary(), wide))
+    tab.add_row(result.strategy, *_summary_cells(result.summary(), wide))
+    console.print(tab)
     if result.recall.examples:
         lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
-        console.print(f"lost (examples): {lost}")
+        console.print(f"lost (examples): {escape(lost)}", highlight=False)
     console.print(f"[dim]{ASSUMPTION}[/]")
     if sessions > 1:
         console.print(f"[dim]the file holds {sessions} sessions; the first was replayed[/]")
@@ -146,18 +160,32 @@ def compare_command(
     ] = False,
     strategy: Annotated[
         list[str] | None,
-        typer.Option("--strategy", "-s", help="Repeatable; default: as-recorded and every preset."),
+        typer.Option(
+            "--strategy",
+            "-s",
+            help="Repeatable; default: as-recorded and every preset. " + STRATEGY_HELP,
+            show_default=False,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
     ] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Cost against recall (PNG).", show_default=False),
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = 1,
     lenient: _Lenient = False,
     model: _Model = None,
+    wide: WideOption = False,
 ) -> None:
-    """Replay every session under every strategy and compare."""
+    """Replay every session under every strategy and compare: a row per session with the best
+    strategy, and the totals per strategy."""
+    from rich.progress import Progress  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import compare, markdown_table  # noqa: PLC0415
+
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
     found = select_paths(paths, every)
     if not found.files:  # discovery found nothing (and said so): nothing to compare
@@ -200,37 +228,136 @@ def compare_command(
         root = paths[0] if paths and len(paths) == 1 and paths[0].is_dir() else None
         sys.stdout.write(markdown_table(rows, root))
     else:
-        _print_compare(rows, errors, found.skipped)
+        _print_compare(rows, errors, found.skipped, wide)
     if errors:
         raise typer.Exit(2)
 
 
-def _print_compare(
-    rows: list[dict[str, Any]], errors: list[dict[str, Any]], skipped: tuple[tuple[str, str], ...]
-) -> None:
-    base = _common_folder([row["path"] for row in rows])
-    caption = f"paths under {base}" if base else None
-    table = Table(
-        title="strategies compared (replay keeps the recorded responses)", caption=caption
-    )
-    for col in ("session / strategy", "calls", *_COLUMNS):
-        table.add_column(
-            col, justify="left" if col.startswith("session") else "right", overflow="fold"
+def _by_session(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """Summaries by session (path and session id), then by strategy; ``calls`` beside them."""
+    sessions: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for row in rows:
+        entry = sessions.setdefault(
+            (row["path"], row.get("session_id")), {"calls": row["calls"], "by": {}}
         )
+        entry["by"][row["strategy"]] = row["summary"]
+    return sessions
+
+
+def _print_compare(
+    rows: list[dict[str, Any]],
+    errors: list[dict[str, Any]],
+    skipped: tuple[tuple[str, str], ...],
+    wide: bool,
+) -> None:
+    sessions = _by_session(rows)
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    base = _common_folder([path for path, _ in sessions])
+    if base:
+        console.print(f"paths under {base}", highlight=False, markup=False, soft_wrap=True)
+    console.print(_sessions_table(sessions, base, wide))
+    console.print(_totals_table(sessions, strategies, wide))
+    if wide:
+        console.print(_detail_table(rows, base))
+    for err in errors:
+        err_console.print(f"[red]could not read[/] {err['error']}", highlight=False)
+    for path, reason in skipped:
+        err_console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+
+
+def _sessions_table(
+    sessions: dict[tuple[str, str | None], dict[str, Any]], base: str, wide: bool
+) -> Any:
+    """A row per session: its bill, the full tape, and the best strategy with its saving."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import best_strategy  # noqa: PLC0415
+
+    tab = t.table("per session (replay keeps the recorded responses)")
+    t.label_column(tab, "session")
+    for header in ("calls", "as-\nrecorded", "none"):
+        t.number_column(tab, header)
+    t.label_column(tab, "best")
+    t.number_column(tab, "best\ncost")
+    t.number_column(tab, "vs\nbill")
+    for (path, session_id), entry in sessions.items():
+        by = entry["by"]
+        shown = os.path.relpath(path, base) if base else path
+        named = session_id and session_id not in shown  # a Claude Code file is named by its id
+        name = t.short_path(shown, wide) + (f" {session_id[:8]}" if named else "")
+        best = best_strategy(by)
+        bill = by.get(AS_RECORDED, {}).get("cost_usd")
+        best_cost = by[best]["cost_usd"] if best else None
+        saving = best_cost / bill - 1 if best_cost is not None and bill else None
+        tab.add_row(
+            escape(name),
+            f"{entry['calls']:,}",
+            t.money(bill, wide) if AS_RECORDED in by else "-",
+            t.money(by["none"]["cost_usd"], wide) if "none" in by else "-",
+            best or "-",
+            t.money(best_cost, wide) if best else "-",
+            t.percent(saving),
+        )
+    return tab
+
+
+def _totals_table(
+    sessions: dict[tuple[str, str | None], dict[str, Any]], strategies: list[str], wide: bool
+) -> Any:
+    """A row per strategy, summed over the sessions every strategy priced (a session with an
+    unknown price or no bill would make the sums incomparable); recall is the mean."""
+    from contextkit.replay import best_strategy  # noqa: PLC0415
+
+    priced = [
+        e["by"]
+        for e in sessions.values()
+        if all(s in e["by"] and e["by"][s]["cost_usd"] is not None for s in strategies)
+    ]
+    left = len(sessions) - len(priced)
+    note = f"; {left} session(s) left out: a price or the bill unknown" if left else ""
+    tab = t.table(f"totals over {len(priced)} session(s){note}")
+    t.label_column(tab, "strategy")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
+    t.number_column(tab, "vs\nbill")
+    t.number_column(tab, "best\nin")
+    bill = sum(by[AS_RECORDED]["cost_usd"] for by in priced) if AS_RECORDED in strategies else None
+    best = [best_strategy(by) for by in priced]
+    for name in strategies:
+        summaries = [by[name] for by in priced]
+        total = {
+            key: sum(s[key] for s in summaries) for _, key, kind in _COLUMNS if kind != "recall"
+        }
+        total["peak_context_tokens"] = max((s["peak_context_tokens"] for s in summaries), default=0)
+        total["recall"] = (
+            sum(s["recall"] for s in summaries) / len(summaries) if summaries else None
+        )
+        versus = t.percent(total["cost_usd"] / bill - 1) if bill and name != AS_RECORDED else ""
+        counted = f"{best.count(name)}" if name != AS_RECORDED else ""
+        tab.add_row(name, *_summary_cells(total, wide), versus, counted)
+    return tab
+
+
+def _detail_table(rows: list[dict[str, Any]], base: str) -> Any:
+    """``--wide``: every session under every strategy, whole figures."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    tab = t.table("every session under every strategy")
+    t.label_column(tab, "session / strategy")
+    t.number_column(tab, "calls")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
     last = None
     for row in rows:
-        label = row["strategy"]
         if row["path"] != last:
-            table.add_section()
+            tab.add_section()
             shown = os.path.relpath(row["path"], base) if base else row["path"]
-            table.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
+            tab.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
             last = row["path"]
-        table.add_row("  " + label, *_summary_row(label, row["summary"], row["calls"])[1:])
-    console.print(table)
-    for err in errors:
-        err_console.print(f"[red]could not read[/] {err['error']}")
-    for path, reason in skipped:
-        err_console.print(f"[yellow]skipped[/] {path}: {reason}")
+        tab.add_row(
+            "  " + row["strategy"], f"{row['calls']:,}", *_summary_cells(row["summary"], True)
+        )
+    return tab
 
 
 def _common_folder(paths: list[str]) -> str:

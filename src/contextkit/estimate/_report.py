@@ -236,10 +236,11 @@ def estimate_recordings(
     *,
     lenient: bool = False,
     format: str | None = None,
+    model: str | None = None,
 ) -> CostReport:
     """Cost per ticket of the recorded sessions under ``paths`` (read with the ``format`` reader,
-    else detected), and each what-if."""
-    read = collect_tickets(paths, lenient=lenient, format=format)
+    else detected), and each what-if; ``model`` for calls whose file names none."""
+    read = collect_tickets(paths, lenient=lenient, format=format, model=model)
     tickets = read.tickets
     if not tickets:
         raise ConfigError("no session with model calls found in: " + ", ".join(map(str, paths)))

@@ -180,11 +180,8 @@ TARGET_SAVING = 0.30
 """The saving against the recorded bill that :func:`best_saving` explains when it is missed."""
 
 
-def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
-    """The cheapest strategy with recall >= 0.9 and no overflowing call, against ``as-recorded``;
-    below a 30% saving, why (nothing acted, or what acting saved against ``none``)."""
-    base = row.get(AS_RECORDED, {}).get("cost_usd")
-    fit = {
+def _qualified(row: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
         name: s
         for name, s in row.items()
         if name != AS_RECORDED
@@ -192,6 +189,21 @@ def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
         and s["recall"] >= MIN_RECALL
         and s["overflow_calls"] == 0
     }
+
+
+def best_strategy(row: dict[str, dict[str, Any]]) -> str | None:
+    """The cheapest strategy of ``row`` (summaries by strategy name) with recall >= 0.9 and no
+    call over the window (``as-recorded`` is the bill, not a strategy); None when none
+    qualifies."""
+    fit = _qualified(row)
+    return min(fit, key=lambda n: fit[n]["cost_usd"]) if fit else None
+
+
+def best_saving(row: dict[str, dict[str, Any]], calls: int) -> str:
+    """The cheapest strategy with recall >= 0.9 and no overflowing call, against ``as-recorded``;
+    below a 30% saving, why (nothing acted, or what acting saved against ``none``)."""
+    base = row.get(AS_RECORDED, {}).get("cost_usd")
+    fit = _qualified(row)
     if not base:
         return "no bill (usage or price unknown)"
     if not fit:
@@ -244,6 +256,7 @@ __all__ = [
     "FileResult",
     "Found",
     "best_saving",
+    "best_strategy",
     "compare",
     "compare_file",
     "find_session_files",
