@@ -72,7 +72,7 @@ def test_short_figures_and_paths() -> None:
     assert tables.money(0.04213) == "$0.042"
     assert tables.money(7.2913, wide=True) == "$7.2913"
     assert tables.money(None) == "unknown"
-    long = "/home/someone/.claude/projects/-home-someone-work-project/session-with-a-long-name.jsonl"
+    long = "/home/someone/.claude/projects/-home-someone-work/session-with-a-long-name.jsonl"
     short = tables.short_path(long)
     assert short.startswith("…/")
     assert long.endswith(short[2:])

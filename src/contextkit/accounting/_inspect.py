@@ -210,9 +210,13 @@ def inspect_session(
     model: str | None = None,
     cache: CacheConfig | None = None,
 ) -> SessionReport:
-    """Price ``session`` and break its context down (``model`` re-prices it as another model)."""
+    """Price ``session`` and break its context down (``model`` re-prices it as another model).
+
+    "Simulated" means what it means in ``replay``, ``compare`` and ``cost``: the recorded requests
+    through the cache simulator, with the output tokens the recording billed where it has usage
+    (counted from the responses only where it has none)."""
     counter = counter or counter_for(resolve_model(model) if model else session.model_info)
-    ledger = price_session(session, counter, price, model=model, cache=cache)
+    ledger = price_session(session, counter, price, model=model, cache=cache, output="recorded")
     parts = _Parts(counter)
     hidden = ledger.prefix_inferred_tokens
     last: Counter[str] = Counter()

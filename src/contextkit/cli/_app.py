@@ -104,7 +104,7 @@ class _LazyConsole:
         return self._get().__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        self._get().__exit__(*exc)  # type: ignore[arg-type]
+        self._get().__exit__(*exc)
 
 
 if TYPE_CHECKING:

@@ -195,18 +195,71 @@ def _fit(
     format_name: str | None = None,
     model: str | None = None,
 ) -> None:
-    from contextkit.estimate import collect_tickets, dump_profile, fit_profile  # noqa: PLC0415
+    from contextkit.estimate import (  # noqa: PLC0415  (loads in the command)
+        FIT_TOLERANCE,
+        check_fit,
+        collect_tickets,
+        dump_profile,
+        fit_profiles,
+        ticket_model,
+    )
 
     if not paths or output is None:
         raise ConfigError("--fit needs session PATHs and -o profile.toml")
-    read = collect_tickets(paths, lenient=lenient, format=format_name, model=model)
-    fitted = fit_profile(read.tickets)
-    output.write_text(dump_profile(fitted), encoding="utf-8")
+    tickets = collect_tickets(paths, lenient=lenient, format=format_name, model=model).tickets
+    fitted = fit_profiles(tickets)
+    written: list[dict[str, Any]] = []
+    for name, profile in fitted.items():
+        target = output if len(fitted) == 1 else _per_model(output, name)
+        target.write_text(dump_profile(profile), encoding="utf-8")
+        check = check_fit(profile, [k for k in tickets if ticket_model(k) == name])
+        written.append({"path": target, "profile": profile, "check": check})
     if json_out:
-        print_json({"profile": str(output), **fitted.model_dump(mode="json", by_alias=True)})
-    else:
-        console.print(f"wrote {output}", highlight=False)
-        console.print(dump_profile(fitted), highlight=False, markup=False)
+        print_json(
+            {
+                "profiles": [
+                    {
+                        "path": str(w["path"]),
+                        "check": w["check"].to_json(),
+                        **w["profile"].model_dump(mode="json", by_alias=True),
+                    }
+                    for w in written
+                ]
+            }
+        )
+    for w in written:
+        check = w["check"]
+        if not json_out:
+            console.print(f"wrote {w['path']} ({check.tickets} tickets)", highlight=False)
+            console.print(dump_profile(w["profile"]), highlight=False, markup=False)
+        if check.error is None:
+            _warn(f"{w['path']}: the fitted mean could not be checked (no price)")
+        elif not check.ok:
+            _warn(
+                f"{w['path']}: the fitted profile's mean {t.money(check.fitted_mean_usd)} is "
+                f"{check.error:+.0%} off its {check.tickets} recordings' "
+                f"({t.money(check.recordings_mean_usd)}, {check.basis}): over "
+                f"{FIT_TOLERANCE:.0%}; the profile's distributions do not carry this workload"
+            )
+        elif not json_out:
+            console.print(
+                f"check: fitted mean {t.money(check.fitted_mean_usd)} vs recordings "
+                f"{t.money(check.recordings_mean_usd)} ({check.basis}), {check.error:+.1%}",
+                highlight=False,
+            )
+
+
+def _per_model(output: Path, model: str) -> Path:
+    """``profile.toml`` -> ``profile-claude-haiku-4-5.toml``: one file per model."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "-" for c in model)
+    return output.with_name(f"{output.stem}-{safe}{output.suffix or '.toml'}")
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr (the fit is written; the user decides)."""
+    from contextkit.cli._app import err_console  # noqa: PLC0415
+
+    err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
 # --- printing ------------------------------------------------------------------------------

@@ -102,8 +102,8 @@ def _parts_table(report: SessionReport, wide: bool = False) -> Table:
 
 def _cost_table(report: SessionReport, wide: bool = False) -> Table:
     tab = t.table(
-        caption="simulated: the recorded requests priced by the cache simulator (as replay's "
-        "as-recorded baseline is simulated); recorded: the usage the file holds"
+        caption="simulated: the recorded requests through the cache simulator, output as "
+        "recorded (as in replay, compare and cost); recorded: the file's usage"
     )
     t.label_column(tab, "")
     for column in ("uncached", "write\n5m", "write\n1h", "read", "output", "cost"):

@@ -283,8 +283,9 @@ def _sessions_table(
     for (path, session_id), entry in sessions.items():
         by = entry["by"]
         shown = os.path.relpath(path, base) if base else path
-        named = session_id and session_id not in shown  # a Claude Code file is named by its id
-        name = t.short_path(shown, wide) + (f" {session_id[:8]}" if named else "")
+        name = t.short_path(shown, wide)
+        if session_id and session_id not in shown:  # a Claude Code file is named by its id
+            name += f" {session_id[:8]}"
         best = best_strategy(by)
         bill = by.get(AS_RECORDED, {}).get("cost_usd")
         best_cost = by[best]["cost_usd"] if best else None
