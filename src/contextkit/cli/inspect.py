@@ -139,9 +139,11 @@ def _summary(report: SessionReport) -> str:
         lines.append(f"simulated cost vs recorded {err:+.1%}")
     for item in report.heaviest_tool_results:
         cost = format_cost(item.cost_usd)
+        at = item.evicted_at
+        evicted = f" (a placeholder from call {at + 1})" if at is not None else ""
         lines.append(
             f"tool result {item.tool or '?'} {item.tokens:,} tokens, carried by "
-            f"{item.carried_by} calls from call {item.first_call + 1}, {cost}"
+            f"{item.carried_by} calls from call {item.first_call + 1}{evicted}, {cost}"
         )
     lines.extend(f"note: {n}" for n in ledger.notes)
     return "\n".join(lines)
