@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -71,3 +72,19 @@ def test_numeric_flags_are_validated() -> None:
         result = CliRunner().invoke(app, ["cost", "--profile", "x.toml", *args])
         assert result.exit_code == 2, args
         assert "Invalid value" in result.output, result.output
+
+
+def test_add_tools_file_must_hold_tool_schemas(tmp_path: Path) -> None:
+    profile = str(Path(__file__).parent.parent / "docs" / "examples" / "support-agent.toml")
+    not_tools = tmp_path / "not-tools.json"
+    not_tools.write_text('[{"role": "user", "content": "hi"}]')
+    args = ["cost", "--profile", profile, "--add-tools-file", str(not_tools)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert f"{not_tools}: tool 0" in result.output
+    assert "Traceback" not in result.output
+    missing = CliRunner().invoke(
+        app, ["cost", "--profile", profile, "--add-tools-file", str(tmp_path / "none.json")]
+    )
+    assert missing.exit_code == 2
+    assert "does not exist" in missing.output
