@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.estimate import load_profile
+from contextkit.estimate import FIT_TOLERANCE, FitCheck, load_profile
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "examples"
 runner = CliRunner()
@@ -128,7 +128,38 @@ def test_recordings_json_and_fit(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "fitted.toml"
     result = runner.invoke(app, ["cost", "--fit", str(folder), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    fitted = load_profile(out)
-    assert fitted.model == "claude-opus-4-6"
-    assert fitted.system_tokens > 10_000
-    assert _json(["--profile", str(out), "--tickets", "500"])["mean_usd"] > 0
+    assert "warning" not in result.stderr  # each fitted mean within 15% of its recordings
+    # spotter mixes Opus and Haiku tickets: one profile per model, not every call as Opus
+    opus = load_profile(tmp_path / "fitted-claude-opus-4-6.toml")
+    haiku = load_profile(tmp_path / "fitted-claude-haiku-4-5-20251001.toml")
+    assert (opus.model, haiku.model) == ("claude-opus-4-6", "claude-haiku-4-5-20251001")
+    assert opus.system_tokens > 10_000
+    assert not out.exists()
+    assert "check: fitted mean" in result.stdout
+    mean = _json(["--profile", str(tmp_path / "fitted-claude-opus-4-6.toml"), "--tickets", "500"])
+    assert mean["mean_usd"] > 0
+
+
+@pytest.mark.corpus
+def test_fit_checks_each_profile_against_its_recordings(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "viewer.toml"
+    args = ["cost", "--fit", str(corpus / "claude-code-viewer"), "-o", str(out), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (profile,) = json.loads(result.stdout)["profiles"]
+    assert profile["path"] == str(out)  # one model: the file named
+    check = profile["check"]
+    assert check["tickets"] == 2
+    assert check["basis"] == "recorded"
+    ratio = check["fitted_mean_usd"] / check["recordings_mean_usd"] - 1
+    assert check["error"] == pytest.approx(ratio)
+    assert check["within_tolerance"] == (abs(ratio) <= FIT_TOLERANCE)
+
+
+def test_a_fit_check_flags_a_mean_off_by_more_than_15_percent() -> None:
+    off = FitCheck("m", 3, fitted_mean_usd=2.3, recordings_mean_usd=1.0, basis="recorded")
+    assert off.error == pytest.approx(1.3)
+    assert not off.ok
+    near = FitCheck("m", 3, fitted_mean_usd=1.1, recordings_mean_usd=1.0, basis="recorded")
+    assert near.ok
+    assert not FitCheck("m", 1, None, 1.0, "simulated").ok

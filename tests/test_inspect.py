@@ -174,13 +174,15 @@ def test_cli_json(tmp_path: Path) -> None:
 
 def test_cli_unknown_model_is_unknown_cost_not_a_crash(tmp_path: Path) -> None:
     path = _claude_code_file(tmp_path / "s.jsonl", "claude-sonnet-4-5-20250929")
-    result = CliRunner().invoke(app, ["inspect", str(path), "--json", "--model", "mystery-model-x"])
+    result = CliRunner().invoke(
+        app, ["inspect", str(path), "--json", "--what-if-model", "mystery-model-x"]
+    )
     assert result.exit_code == 0, result.output
     entry = json.loads(result.stdout)["sessions"][0]
     assert entry["simulated"]["cost_usd"] is None
     assert entry["recorded"]["cost_usd"] is None
     assert result.stderr.count("mystery-model-x") == 1
-    table = CliRunner().invoke(app, ["inspect", str(path), "--model", "mystery-model-x"])
+    table = CliRunner().invoke(app, ["inspect", str(path), "--what-if-model", "mystery-model-x"])
     assert table.exit_code == 0
     assert "unknown" in table.stdout
 

@@ -6,6 +6,7 @@ Every session here is built in the test, so each expected figure can be worked o
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 import contextkit.cli as cli_main
 from contextkit.cli import _app as cli_app
+from contextkit.cli import _tables as tables
 from contextkit.cli import app
 from contextkit.cli import replay as cli_replay
 from contextkit.formats import load
@@ -450,13 +452,16 @@ def pipe_console(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("pipe_console")
 def test_replay_table_shows_whole_numbers_when_not_a_terminal(session_file: Path) -> None:
     """Output to a pipe or a log is not cut to 80 columns ("14,77…"): every figure of the
-    summary appears in full, as in the JSON."""
+    summary appears whole, short by default and in full with ``--wide``, as in the JSON."""
     out = _run("replay", str(session_file), "-s", "sliding-window").stdout
+    wide = _run("replay", str(session_file), "-s", "sliding-window", "--wide").stdout
     summary = json.loads(_run("replay", str(session_file), "-s", "sliding-window", "--json").stdout)
-    assert "…" not in out
+    assert not re.search(r"[\d$]…|…[\d$]", out)  # a path may be shortened, a figure never
+    assert "…" not in wide
     figures = summary["summary"]
     for key in ("input_tokens", "cache_read", "cache_write", "peak_context_tokens"):
-        assert f"{figures[key]:,}" in out
+        assert f"{figures[key]:,}" in wide
+        assert tables.tokens(figures[key]) in out
     assert f"{figures['recall']:.3f}" in out
 
 

@@ -11,8 +11,10 @@ and returns a frozen :class:`SessionReport`:
   reminders, slash-command records and local command output, interruption markers, compaction
   summaries (tool results have their own part).
 - ``heaviest_tool_results``: the largest tool results, each with the number of requests that
-  carried it (the call that first sent it and every later one) and what carrying it cost, priced at
-  each carrying call's average input price per token (cache reads make re-sends cheap, not free).
+  carried it at full size (the call that first sent it and every later one until a strategy
+  replaced it with a placeholder: ``evicted_at``, the first call that carried it smaller) and what
+  carrying it cost, priced at each carrying call's average input price per token (cache reads make
+  re-sends cheap, not free).
 - Calls per user turn, stop reasons, the resend ratio, and recorded and simulated totals.
 
 :func:`report_json` gives the ``--json`` document of one session.
@@ -77,8 +79,10 @@ class ToolResultCost:
     first_call: int
     """Index of the first call whose request carried it."""
     carried_by: int
-    """Requests that carried it (the first included)."""
+    """Requests that carried it at full size (the first included)."""
     cost_usd: float | None
+    evicted_at: int | None = None
+    """Index of the first call whose request carried it smaller (a placeholder), if any."""
 
 
 @dataclass(frozen=True)
@@ -178,11 +182,16 @@ def heaviest_tool_results(
 ) -> tuple[ToolResultCost, ...]:
     carriers: dict[str, list[int]] = {}
     sizes: dict[str, int] = {}
+    evicted: dict[str, int] = {}
     for k, block in _tool_results(session):
+        size = counter.count_block(block)
+        full = sizes.setdefault(block.tool_use_id, size)
+        if size < full:  # a placeholder now: it no longer rides at full size
+            evicted.setdefault(block.tool_use_id, k)
+            continue
         calls = carriers.setdefault(block.tool_use_id, [])
         if not calls or calls[-1] != k:
             calls.append(k)
-        sizes.setdefault(block.tool_use_id, counter.count_block(block))
     per_token = ledger.simulated.input_cost_usd / ledger.context_tokens.clip(min=1)
     names = _tool_names(session)
     out = []
@@ -197,6 +206,7 @@ def heaviest_tool_results(
                 first_call=ks[0],
                 carried_by=len(ks),
                 cost_usd=None if math.isnan(cost) else cost,
+                evicted_at=evicted.get(tool_id),
             )
         )
     return tuple(out)
@@ -210,9 +220,13 @@ def inspect_session(
     model: str | None = None,
     cache: CacheConfig | None = None,
 ) -> SessionReport:
-    """Price ``session`` and break its context down (``model`` re-prices it as another model)."""
+    """Price ``session`` and break its context down (``model`` re-prices it as another model).
+
+    "Simulated" means what it means in ``replay``, ``compare`` and ``cost``: the recorded requests
+    through the cache simulator, with the output tokens the recording billed where it has usage
+    (counted from the responses only where it has none)."""
     counter = counter or counter_for(resolve_model(model) if model else session.model_info)
-    ledger = price_session(session, counter, price, model=model, cache=cache)
+    ledger = price_session(session, counter, price, model=model, cache=cache, output="recorded")
     parts = _Parts(counter)
     hidden = ledger.prefix_inferred_tokens
     last: Counter[str] = Counter()
@@ -288,6 +302,7 @@ def _tool_json(item: ToolResultCost) -> dict[str, object]:
         "tokens": item.tokens,
         "first_call": item.first_call,
         "carried_by_calls": item.carried_by,
+        "evicted_at_call": item.evicted_at,
         "cost_usd": _money(item.cost_usd),
     }
 

@@ -10,8 +10,6 @@ import sys
 import warnings
 from typing import TextIO
 
-from rich.markup import escape
-
 # Command modules register themselves on ``app`` when imported: one import per command module.
 from contextkit.cli import convert as _convert  # noqa: F401  (registers commands)
 from contextkit.cli import cost as _cost  # noqa: F401  (registers commands)
@@ -33,6 +31,8 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """A warning for people: its text on stderr, not the source line that raised it."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when something prints)
+
     text = f"[yellow]warning:[/] {escape(str(message))}"
     err_console.print(text, highlight=False, markup=True, soft_wrap=True)  # one line, unwrapped
 

@@ -1,16 +1,51 @@
-"""The typer application every command module registers on, and shared output helpers."""
+"""The typer application every command module registers on, and shared output helpers.
+
+Startup is part of the interface: ``contextkit --help`` must cost little more than importing the
+CLI framework (``benchmarks/bench_cli.py``). So this module, and every command module at import
+time, imports only typer and the standard library: the library (pydantic models, numpy, tiktoken,
+genai-prices, matplotlib, anthropic) and rich are imported inside the command that runs, and the
+consoles are built on first use. ``tests/test_cli_startup.py`` fails when ``import contextkit.cli``
+pulls in a heavy package. Help is plain text (``rich_markup_mode=None``): rich's help renderer
+alone costs about twice the framework's import.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from contextkit.formats import format_names
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PRESET_NAMES = (
+    "none",
+    "sliding-window",
+    "evict-tool-results",
+    "summary",
+    "evict-then-summary",
+    "anthropic-clear-tool-uses",
+    "anthropic-compact",
+)
+"""The preset strategies by name, for help texts without importing the strategies (a test checks
+it against :data:`contextkit.strategies.config.PRESETS`)."""
+
+STRATEGY_HELP = (
+    "Strategy: a preset (" + ", ".join(PRESET_NAMES) + "), NAME:key=value, "
+    "'a >> b', a TOML/JSON config file, or as-recorded."
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # noqa: PLC0415  (only for --version)
+
+        sys.stdout.write(f"contextkit {version('contextkit')}\n")
+        raise typer.Exit()
+
 
 app = typer.Typer(
     name="contextkit",
@@ -18,7 +53,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
 )
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Decide what stays in an LLM agent's context and what each call costs."""
+
+
+_PIPE_WIDTH = 200
 
 
 def _console(stderr: bool = False) -> Console:
@@ -26,14 +78,41 @@ def _console(stderr: bool = False) -> Console:
     (a pipe, a CI log, a file) and cuts numbers short to get there ("14,77…"): such output gets
     room instead (200 columns; a table takes only what it needs). A terminal, or ``COLUMNS``,
     sets the width as usual."""
+    from rich.console import Console  # noqa: PLC0415  (rich loads only when a command prints)
+
     stream = sys.stderr if stderr else sys.stdout
     wide = stream.isatty() or "COLUMNS" in os.environ
     return Console(stderr=stderr, width=None if wide else _PIPE_WIDTH)
 
 
-_PIPE_WIDTH = 200
-console = _console()
-err_console = _console(stderr=True)
+class _LazyConsole:
+    """A :class:`rich.console.Console` built on first use (importing rich costs startup time)."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def _get(self) -> Console:
+        if self._console is None:
+            self._console = _console(self._stderr)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __enter__(self) -> Console:  # a Progress or Live holds its console as a context
+        return self._get().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._get().__exit__(*exc)
+
+
+if TYPE_CHECKING:
+    console: Console
+    err_console: Console
+else:
+    console = _LazyConsole(stderr=False)
+    err_console = _LazyConsole(stderr=True)
 
 
 def console_error(message: str) -> None:
@@ -47,7 +126,11 @@ def print_json(value: Any) -> None:
 
 def _check_format(value: str | None) -> str | None:
     """``--format``: None (detect) or a reader's name; an unknown name lists the known ones."""
-    if value is not None and value not in format_names():
+    if value is None:
+        return value
+    from contextkit.formats import format_names  # noqa: PLC0415  (the readers load slowly)
+
+    if value not in format_names():
         raise typer.BadParameter(f"unknown format {value!r} (known: {', '.join(format_names())})")
     return value
 
@@ -58,6 +141,7 @@ FormatOption = Annotated[
         "--format",
         help="Read with this reader instead of detecting the format.",
         callback=_check_format,
+        show_default=False,
     ),
 ]
 """The ``--format NAME`` option of every command that reads session files."""

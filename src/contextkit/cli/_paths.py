@@ -21,13 +21,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
 from contextkit.cli._app import err_console
 from contextkit.errors import ContextkitError, FormatError
-from contextkit.formats import Discovered, discover
-from contextkit.replay import find_session_files
+
+if TYPE_CHECKING:
+    from contextkit.formats import Discovered
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ def select_paths(
     """``paths`` expanded, plus (no path, or ``every``) what discovery finds on this machine. A
     named path that does not exist is an error, unless ``missing_ok`` (then it is kept, for the
     reader to report with the others)."""
+    from contextkit.replay import find_session_files  # noqa: PLC0415  (loads the readers)
+
     named = list(paths or [])
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
@@ -70,6 +72,8 @@ def select_paths(
 
 def discover_here() -> tuple[Discovered, ...]:
     """Discovery with this process's home, environment and directory; its lines on stderr."""
+    from contextkit.formats import discover  # noqa: PLC0415  (loads the readers)
+
     found = discover(Path.home(), os.environ, cwd=Path.cwd())
     print_discovery(found)
     return found
@@ -78,6 +82,8 @@ def discover_here() -> tuple[Discovered, ...]:
 def print_discovery(found: Sequence[Discovered]) -> None:
     """``found N session file(s) of HARNESS in PATH`` per location that holds any, or ``nothing
     found`` with the places looked in."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when something prints)
+
     hits = [d for d in found if d.files]
     for d in hits:
         err_console.print(
@@ -96,6 +102,8 @@ def print_discovery(found: Sequence[Discovered]) -> None:
 
 def print_skipped(skipped: Sequence[tuple[str, str]]) -> None:
     """One stderr line per folder file no reader recognises."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when something prints)
+
     for path, reason in skipped:
         err_console.print(
             f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True

@@ -22,17 +22,16 @@ import sys
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from contextkit.cli._app import app, err_console
 from contextkit.errors import ContextkitError
-from contextkit.formats import load
-from contextkit.formats.atif import to_atif
-from contextkit.formats.convert import ConversionWarning, Target, convert_file
-from contextkit.pricing import call_cost
-from contextkit.session import Session
+
+if TYPE_CHECKING:
+    from contextkit.formats.convert import ConversionWarning, Target
+    from contextkit.session import Session
 
 
 class TargetName(StrEnum):
@@ -64,7 +63,9 @@ def convert_command(
     if to is TargetName.atif:
         _convert_to_atif(file, output, lenient)
         return
-    converted = convert_file(file, cast(Target, to.value), lenient=lenient)
+    from contextkit.formats.convert import convert_file  # noqa: PLC0415  (loads the readers)
+
+    converted = convert_file(file, cast("Target", to.value), lenient=lenient)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in converted.requests)
     if output is None:
         sys.stdout.write(text)
@@ -84,6 +85,8 @@ def convert_command(
 
 
 def _convert_to_atif(file: Path, output: Path | None, lenient: bool) -> None:
+    from contextkit.formats import load  # noqa: PLC0415  (loads the readers)
+
     loaded = load(file, lenient=lenient)
     sessions = loaded.sessions
     if output is None and (len(sessions) != 1 or sessions[0].subagents):
@@ -111,6 +114,9 @@ def _convert_to_atif(file: Path, output: Path | None, lenient: bool) -> None:
 
 def _write_atif(session: Session, target: Path | None, written: list[str]) -> list[Any]:
     """``session`` (and its subagents, beside it) as ATIF; the warnings, located by file."""
+    from contextkit.formats.atif import to_atif  # noqa: PLC0415
+    from contextkit.pricing import call_cost  # noqa: PLC0415
+
     subs: dict[str, str] = {}
     if target is not None:
         for i, sub in enumerate(session.subagents):

@@ -12,7 +12,9 @@ Three modes:
 
 What-ifs (each one row, shown as a delta against the baseline, each re-simulating the cache):
 ``--add-tools N [--tool-tokens S]``, ``--add-tools-file FILE``, ``--system-tokens +N``,
-``--cache off|5m|1h``, ``--strategy SPEC`` (recordings only), ``--model M``.
+``--cache off|5m|1h``, ``--strategy SPEC`` (recordings only), ``--what-if-model M``.
+``--model M`` means what it means in every command: the model for calls whose recording names
+none (it prices them; a recording's own model stays).
 
 ``--json`` prints one document: ``{"basis", "tickets", "mean_usd", "p50_usd", "p90_usd",
 "max_usd", "simulated", "breakdown", "what_if": [{"change", "mean_usd", "delta_usd",
@@ -26,12 +28,12 @@ and the breakdown. Bad input exits with code 2 and a message naming the file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from contextkit.cli._app import FormatOption, app, console, console_error, print_json
+from contextkit.cli import _tables as t
+from contextkit.cli._app import STRATEGY_HELP, FormatOption, app, console, console_error, print_json
 from contextkit.cli._paths import select_paths
 from contextkit.cli.fleet import (
     EngineOption,
@@ -43,21 +45,16 @@ from contextkit.cli.fleet import (
     check_fleet_options,
     run_fleet_command,
 )
+from contextkit.cli._tables import WideOption
 from contextkit.errors import ConfigError, ContextkitError
-from contextkit.estimate import (
-    CacheMode,
-    CostReport,
-    WhatIfs,
-    collect_tickets,
-    dump_profile,
-    estimate_from_profile,
-    estimate_recordings,
-    fit_profile,
-    load_profile,
-    plot_report,
-)
-from contextkit.fleet import FleetConfig
-from contextkit.replay import AS_RECORDED
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from contextkit.estimate import CacheMode, CostReport, WhatIfs
+
+
+AS_RECORDED = "as-recorded"
 
 
 def _signed(value: str | None) -> int | None:
@@ -97,29 +94,51 @@ def cost_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Where --fit writes.")
     ] = None,
-    tickets: Annotated[int | None, typer.Option("--tickets", help="Monte Carlo tickets.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Monte Carlo seed.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="What if: another model.")] = None,
+    tickets: Annotated[
+        int | None, typer.Option("--tickets", min=1, help="Monte Carlo tickets.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Monte Carlo seed.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model for calls whose recording names none (to count and price).",
+            show_default=False,
+        ),
+    ] = None,
+    what_if_model: Annotated[
+        str | None,
+        typer.Option("--what-if-model", help="What if: another model.", show_default=False),
+    ] = None,
     add_tools: Annotated[
-        int | None, typer.Option("--add-tools", help="What if: N more tools.")
+        int | None, typer.Option("--add-tools", min=1, help="What if: N more tools.")
     ] = None,
     add_tools_file: Annotated[
-        Path | None, typer.Option("--add-tools-file", help="What if: these JSON tool schemas.")
+        Path | None,
+        typer.Option(
+            "--add-tools-file",
+            help="What if: these tool schemas (a JSON list of Anthropic or OpenAI tools).",
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     tool_tokens: Annotated[
-        int | None, typer.Option("--tool-tokens", help="Size of each --add-tools schema.")
+        int | None,
+        typer.Option("--tool-tokens", min=1, help="Size of each --add-tools schema (tokens)."),
     ] = None,
     system_tokens: Annotated[
         str | None, typer.Option("--system-tokens", help="What if: system prompt +N tokens.")
     ] = None,
     cache: Annotated[str | None, typer.Option("--cache", help="What if: off, 5m or 1h.")] = None,
     strategy: Annotated[
-        str | None, typer.Option("--strategy", help="What if: replay under this strategy.")
+        str | None,
+        typer.Option("--strategy", help="What if: replay under this. " + STRATEGY_HELP),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")] = None,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
     format_name: FormatOption = None,
+    wide: WideOption = False,
     out: OutOption = None,
     per_call: PerCallOption = False,
     resume: ResumeOption = False,
@@ -132,7 +151,7 @@ def cost_command(
     if out is not None:
         others = (
             profile,
-            model,
+            what_if_model,
             add_tools,
             add_tools_file,
             tool_tokens,
@@ -142,9 +161,16 @@ def cost_command(
         )
         if fit or any(v is not None for v in others):
             raise typer.BadParameter("--out prices recordings as recorded, or under --strategy")
+        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
+
         specs = (AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy)
         config = FleetConfig(
-            command="cost", specs=specs, per_call=per_call, lenient=lenient, format=format_name
+            command="cost",
+            specs=specs,
+            per_call=per_call,
+            model=model,
+            lenient=lenient,
+            format=format_name,
         )
         run_fleet_command(
             paths,
@@ -158,6 +184,8 @@ def cost_command(
             as_json=json_out,
         )
         return
+    from contextkit.estimate import WhatIfs, plot_report  # noqa: PLC0415  (loads in the command)
+
     try:
         what = WhatIfs(
             add_tools=add_tools,
@@ -166,7 +194,7 @@ def cost_command(
             system_tokens=_signed(system_tokens),
             cache=_cache(cache),
             strategy=strategy,
-            model=model,
+            model=what_if_model,
         )
         named = list(paths or [])
         if profile is None and not fit and (every or not named):
@@ -176,9 +204,9 @@ def cost_command(
                     print_json({"tickets": 0})
                 return
         if fit:
-            _fit(named, output, lenient, json_out, format_name)
+            _fit(named, output, lenient, json_out, format_name, model)
             return
-        report = _report(named, profile, what, tickets, seed, lenient, format_name)
+        report = _report(named, profile, what, tickets, seed, lenient, format_name, model)
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
@@ -187,7 +215,7 @@ def cost_command(
     if json_out:
         print_json(report.to_json())
     else:
-        _print(report, plot)
+        _print(report, plot, wide)
 
 
 def _report(
@@ -198,14 +226,21 @@ def _report(
     seed: int | None,
     lenient: bool,
     format_name: str | None = None,
+    model: str | None = None,
 ) -> CostReport:
+    from contextkit.estimate import (  # noqa: PLC0415  (loads in the command)
+        estimate_from_profile,
+        estimate_recordings,
+        load_profile,
+    )
+
     if profile is not None:
         if paths:
             raise ConfigError("give either PATHs or --profile, not both")
         return estimate_from_profile(load_profile(profile), what, tickets=tickets, seed=seed)
     if not paths:
         raise ConfigError("nothing to estimate: give session PATHs or --profile FILE")
-    return estimate_recordings(paths, what, lenient=lenient, format=format_name)
+    return estimate_recordings(paths, what, lenient=lenient, format=format_name, model=model)
 
 
 def _fit(
@@ -214,61 +249,120 @@ def _fit(
     lenient: bool,
     json_out: bool,
     format_name: str | None = None,
+    model: str | None = None,
 ) -> None:
+    from contextkit.estimate import (  # noqa: PLC0415  (loads in the command)
+        FIT_TOLERANCE,
+        check_fit,
+        collect_tickets,
+        dump_profile,
+        fit_profiles,
+        ticket_model,
+    )
+
     if not paths or output is None:
         raise ConfigError("--fit needs session PATHs and -o profile.toml")
-    fitted = fit_profile(collect_tickets(paths, lenient=lenient, format=format_name).tickets)
-    output.write_text(dump_profile(fitted), encoding="utf-8")
+    tickets = collect_tickets(paths, lenient=lenient, format=format_name, model=model).tickets
+    fitted = fit_profiles(tickets)
+    written: list[dict[str, Any]] = []
+    for name, profile in fitted.items():
+        target = output if len(fitted) == 1 else _per_model(output, name)
+        target.write_text(dump_profile(profile), encoding="utf-8")
+        check = check_fit(profile, [k for k in tickets if ticket_model(k) == name])
+        written.append({"path": target, "profile": profile, "check": check})
     if json_out:
-        print_json({"profile": str(output), **fitted.model_dump(mode="json", by_alias=True)})
-    else:
-        console.print(f"wrote {output}", highlight=False)
-        console.print(dump_profile(fitted), highlight=False, markup=False)
+        print_json(
+            {
+                "profiles": [
+                    {
+                        "path": str(w["path"]),
+                        "check": w["check"].to_json(),
+                        **w["profile"].model_dump(mode="json", by_alias=True),
+                    }
+                    for w in written
+                ]
+            }
+        )
+    for w in written:
+        check = w["check"]
+        if not json_out:
+            console.print(f"wrote {w['path']} ({check.tickets} tickets)", highlight=False)
+            console.print(dump_profile(w["profile"]), highlight=False, markup=False)
+        if check.error is None:
+            _warn(f"{w['path']}: the fitted mean could not be checked (no price)")
+        elif not check.ok:
+            _warn(
+                f"{w['path']}: the fitted profile's mean {t.money(check.fitted_mean_usd)} is "
+                f"{check.error:+.0%} off its {check.tickets} recordings' "
+                f"({t.money(check.recordings_mean_usd)}, {check.basis}): over "
+                f"{FIT_TOLERANCE:.0%}; the profile's distributions do not carry this workload"
+            )
+        elif not json_out:
+            console.print(
+                f"check: fitted mean {t.money(check.fitted_mean_usd)} vs recordings "
+                f"{t.money(check.recordings_mean_usd)} ({check.basis}), {check.error:+.1%}",
+                highlight=False,
+            )
+
+
+def _per_model(output: Path, model: str) -> Path:
+    """``profile.toml`` -> ``profile-claude-haiku-4-5.toml``: one file per model."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "-" for c in model)
+    return output.with_name(f"{output.stem}-{safe}{output.suffix or '.toml'}")
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr (the fit is written; the user decides)."""
+    from contextkit.cli._app import err_console  # noqa: PLC0415
+
+    err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
 # --- printing ------------------------------------------------------------------------------
 
 
-def _usd(value: Any) -> str:
-    return "-" if value is None else f"${value:,.4f}"
-
-
-def _print(report: CostReport, plot: Path | None) -> None:
+def _print(report: CostReport, plot: Path | None, wide: bool = False) -> None:
     data = report.to_json()
-    head = Table(title=f"Cost per ticket ({report.source}, {data['tickets']} tickets)")
-    for col in ("", "mean", "p50", "p90", "max"):
-        head.add_column(col, justify="right" if col else "left")
+
+    def usd(value: Any) -> str:
+        return "-" if value is None else t.money(value, wide)
+
+    head = t.table(f"Cost per ticket ({report.source}, {data['tickets']} tickets)")
+    t.label_column(head, "")
+    for col in ("mean", "p50", "p90", "max"):
+        t.number_column(head, col)
     columns = ("mean_usd", "p50_usd", "p90_usd", "max_usd")
     if data["basis"] == "recorded":  # every ticket has its bill: the headline is the bill
-        head.add_row("recorded", *(_usd(data[k]) for k in columns))
-        head.add_row("simulated", *(_usd(data["simulated"][k]) for k in columns))
+        head.add_row("recorded", *(usd(data[k]) for k in columns))
+        head.add_row("simulated", *(usd(data["simulated"][k]) for k in columns))
     else:
         label = "simulated" if report.source == "recordings" else "Monte Carlo"
-        head.add_row(label, *(_usd(data[k]) for k in columns))
+        head.add_row(label, *(usd(data[k]) for k in columns))
         if data["recorded"]:
             rec = data["recorded"]
-            head.add_row(f"recorded ({rec['tickets']} tickets)", *(_usd(rec[k]) for k in columns))
+            head.add_row(f"recorded ({rec['tickets']} tickets)", *(usd(rec[k]) for k in columns))
     console.print(head)
     if data["closed_form"]:
         cf = data["closed_form"]
         console.print(
-            f"closed form: no cache {_usd(cf['no_cache_usd'])}, always-warm cache "
-            f"{_usd(cf['warm_cache_usd'])}, calls {cf['calls']:.2f}",
+            f"closed form: no cache {usd(cf['no_cache_usd'])}, always-warm cache "
+            f"{usd(cf['warm_cache_usd'])}, calls {cf['calls']:.2f}",
             highlight=False,
         )
-    console.print(_breakdown_table(data["breakdown"]))
+    console.print(_breakdown_table(data["breakdown"], wide))
     if data["what_if"]:
-        console.print(_what_if_table(data))
+        console.print(_what_if_table(data, wide))
     for note in data["notes"]:
         console.print(f"[dim]note: {note}[/]", highlight=False)
     if plot is not None:
-        console.print(f"plot written to {plot}", highlight=False)
+        console.print(f"plot written to {plot}", highlight=False, soft_wrap=True)
 
 
-def _breakdown_table(b: dict[str, Any]) -> Table:
-    table = Table(title=f"Mean per ticket ({b['calls']:.2f} calls)")
-    for col in ("part", "tokens", "USD"):
-        table.add_column(col, justify="left" if col == "part" else "right")
+def _breakdown_table(b: dict[str, Any], wide: bool = False) -> Table:
+    tab = t.table(f"Mean per ticket ({b['calls']:.2f} calls)")
+    t.label_column(tab, "part")
+    t.number_column(tab, "tokens")
+    t.number_column(tab, "USD")
     for key, label in (
         ("prefix", "fixed prefix (system + tools)"),
         ("history", "re-sent history"),
@@ -278,35 +372,32 @@ def _breakdown_table(b: dict[str, Any]) -> Table:
         ("cache_read", "= cache reads"),
         ("output", "output"),
     ):
-        tokens = b.get(f"{key}_tokens")
-        table.add_row(label, "-" if tokens is None else f"{tokens:,.0f}", _usd(b.get(f"{key}_usd")))
-    return table
+        usd = b.get(f"{key}_usd")
+        tab.add_row(
+            label,
+            t.tokens(b.get(f"{key}_tokens"), wide),
+            "-" if usd is None else t.money(usd, wide),
+        )
+    return tab
 
 
-def _what_if_table(data: dict[str, Any]) -> Table:
-    basis = (
-        ", the recorded bill plus the simulated difference" if data["basis"] == "recorded" else ""
-    )
-    table = Table(title=f"What if (baseline {_usd(data['mean_usd'])} per ticket{basis})")
-    for col in ("change", "mean", "delta", "delta %", "writes", "reads"):
-        table.add_column(col, justify="left" if col == "change" else "right")
+def _what_if_table(data: dict[str, Any], wide: bool = False) -> Table:
+    basis = ", the bill plus the simulated difference" if data["basis"] == "recorded" else ""
+    tab = t.table(f"What if (baseline {t.money(data['mean_usd'], wide)} per ticket{basis})")
+    t.label_column(tab, "change")
+    for col in ("mean", "delta", "delta\n%", "writes", "reads"):
+        t.number_column(tab, col)
     for row in data["what_if"]:
         d = row["breakdown_delta"]
-        pct = "-" if row["delta_pct"] is None else f"{row['delta_pct']:+.1f}%"
-        delta = "-" if row["delta_usd"] is None else f"{row['delta_usd']:+,.4f}"
-        table.add_row(
+        tab.add_row(
             row["change"],
-            _usd(row["mean_usd"]),
-            delta,
-            pct,
-            _signed_usd(d.get("cache_write_usd")),
-            _signed_usd(d.get("cache_read_usd")),
+            "-" if row["mean_usd"] is None else t.money(row["mean_usd"], wide),
+            t.signed_money(row["delta_usd"], wide),
+            "-" if row["delta_pct"] is None else f"{row['delta_pct']:+.1f}%",
+            t.signed_money(d.get("cache_write_usd"), wide),
+            t.signed_money(d.get("cache_read_usd"), wide),
         )
-    return table
-
-
-def _signed_usd(value: float | None) -> str:
-    return "-" if value is None else f"{value:+,.4f}"
+    return tab
 
 
 __all__ = ["cost_command"]

@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from contextkit.cli._app import console, err_console, print_json
 from contextkit.cli._paths import discover_here
-from contextkit.fleet import (
-    ENGINES,
-    Engine,
-    FileOutcome,
-    FleetConfig,
-    FleetSummary,
-    calls_path,
-    run_fleet,
-)
+
+if TYPE_CHECKING:
+    from contextkit.fleet import Engine, FileOutcome, FleetConfig, FleetSummary
+
+ENGINES = ("serial", "process", "ray")
+""":data:`contextkit.fleet.ENGINES`, here so that the options cost no import of the library (a
+test checks the two agree)."""
 
 
 def _check_engine(value: str) -> str:
@@ -86,6 +81,11 @@ def run_fleet_command(
 ) -> None:
     """Run ``config`` over ``paths`` (and, with none or ``--all``, what discovery finds) into
     ``out``, then print the summary; exit 2 if a file could not be read."""
+    from rich.markup import escape  # noqa: PLC0415  (rich and the library load in the command)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+    from contextkit.fleet import run_fleet  # noqa: PLC0415
+
     named = list(paths or [])
     if every or not named:
         named += [p for d in discover_here() for p in d.files]
@@ -125,6 +125,11 @@ def run_fleet_command(
 
 
 def _report(summary: FleetSummary, config: FleetConfig, as_json: bool) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from contextkit.fleet import calls_path  # noqa: PLC0415
+
     for path, reason in summary.skipped:
         err_console.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", soft_wrap=True)
     for path, reason in summary.errors:

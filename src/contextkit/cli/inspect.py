@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from contextkit.accounting import (
-    PARTS,
-    CacheDiagnosis,
-    SessionReport,
-    diagnose_cache,
-    diagnosis_json,
-    inspect_session,
-    report_json,
-)
-from contextkit.accounting.plots import save_session_plots
+from contextkit.cli import _tables as t
 from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import print_skipped, select_paths
 from contextkit.cli.fleet import (
@@ -43,17 +33,36 @@ from contextkit.cli.fleet import (
     check_fleet_options,
     run_fleet_command,
 )
-from contextkit.fleet import FleetConfig
-from contextkit.formats import load
-from contextkit.pricing import format_cost
+from contextkit.cli._tables import WideOption
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from contextkit.accounting import CacheDiagnosis, SessionReport
+
+
+def format_cost(value: float | None) -> str:
+    from contextkit.pricing import format_cost as cost  # noqa: PLC0415  (loads the prices)
+
+    return cost(value)
 
 
 def inspect_files(
-    paths: list[Path], model: str | None, lenient: bool = False, format: str | None = None
+    paths: list[Path],
+    model: str | None,
+    lenient: bool = False,
+    format: str | None = None,
+    what_if_model: str | None = None,
 ) -> list[SessionReport]:
     """Every session (subagents included) of every file, inspected; warnings shown once each.
     Strict by default (a bad record is an error naming file and line); ``lenient`` skips bad
-    records and lists each one on stderr. ``format`` forces a reader (else detected)."""
+    records and lists each one on stderr. ``format`` forces a reader (else detected). ``model``
+    is the model of calls whose file names none (as ``--model`` in every command);
+    ``what_if_model`` re-prices every call as that model."""
+    from contextkit.accounting import inspect_session  # noqa: PLC0415  (loads in the command)
+    from contextkit.formats import load  # noqa: PLC0415
+    from contextkit.replay import with_default_model  # noqa: PLC0415
+
     reports: list[SessionReport] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -65,49 +74,65 @@ def inspect_files(
                 )
             for top in loaded.sessions:
                 reports.extend(
-                    inspect_session(s, model=model) for s in top.all_sessions() if s.calls
+                    inspect_session(with_default_model(s, model), model=what_if_model)
+                    for s in top.all_sessions()
+                    if s.calls
                 )
     for message in dict.fromkeys(str(w.message) for w in caught):
         err_console.print(f"[yellow]warning:[/] {message}", highlight=False)
     return reports
 
 
-def _parts_table(report: SessionReport) -> Table:
+def _parts_table(report: SessionReport, wide: bool = False) -> Table:
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.accounting import PARTS  # noqa: PLC0415
+
     ledger = report.ledger
     session = report.session
-    title = f"{session.path} ({session.format}, {session.model}, {ledger.calls} calls)"
-    table = Table(title=title, title_justify="left")
-    table.add_column("part")
-    table.add_column("last request", justify="right")
-    table.add_column("sent over all calls", justify="right")
+    where = t.short_path(session.path or "", wide, width=48)
+    title = f"{escape(where)} ({session.format}, {session.model}, {ledger.calls} calls)"
+    tab = t.table(title)
+    t.label_column(tab, "part")
+    t.number_column(tab, "last\nrequest")
+    t.number_column(tab, "sent over\nall calls")
     for part in PARTS:
         name = part + (
             " (inferred, with tools)" if part == "system" and ledger.prefix_inferred_tokens else ""
         )
         style = "bold" if part == report.biggest else None
-        table.add_row(name, f"{report.parts[part]:,}", f"{report.parts_sent[part]:,}", style=style)
-    return table
+        tab.add_row(
+            name,
+            t.tokens(report.parts[part], wide),
+            t.tokens(report.parts_sent[part], wide),
+            style=style,
+        )
+    return tab
 
 
-def _cost_table(report: SessionReport) -> Table:
-    table = Table(title_justify="left")
-    for column in ("", "uncached", "write 5m", "write 1h", "read", "output", "cost"):
-        table.add_column(column, justify="right")
+def _cost_table(report: SessionReport, wide: bool = False) -> Table:
+    tab = t.table(
+        caption="simulated: the recorded requests through the cache simulator, output as "
+        "recorded (as in replay, compare and cost); recorded: the file's usage"
+    )
+    t.label_column(tab, "")
+    for column in ("uncached", "write\n5m", "write\n1h", "read", "output", "cost"):
+        t.number_column(tab, column)
     ledger = report.ledger
     for name, tokens in (("simulated", ledger.simulated), ("recorded", ledger.recorded)):
         if tokens is None:
             continue
-        t = tokens.totals()
-        cost = t["cost_usd"]
-        table.add_row(
+        totals = tokens.totals()
+        cost = totals["cost_usd"]
+        tab.add_row(
             name,
             *(
-                f"{t[k]:,}"
+                t.tokens(totals[k], wide)
                 for k in ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")
             ),
-            format_cost(float(cost) if cost is not None else None),
+            t.money(float(cost), wide) if cost is not None else "unknown",
         )
-    return table
+    return tab
 
 
 def _summary(report: SessionReport) -> str:
@@ -124,39 +149,40 @@ def _summary(report: SessionReport) -> str:
         lines.append(f"simulated cost vs recorded {err:+.1%}")
     for item in report.heaviest_tool_results:
         cost = format_cost(item.cost_usd)
+        at = item.evicted_at
+        evicted = f" (a placeholder from call {at + 1})" if at is not None else ""
         lines.append(
             f"tool result {item.tool or '?'} {item.tokens:,} tokens, carried by "
-            f"{item.carried_by} calls from call {item.first_call + 1}, {cost}"
+            f"{item.carried_by} calls from call {item.first_call + 1}{evicted}, {cost}"
         )
     lines.extend(f"note: {n}" for n in ledger.notes)
     return "\n".join(lines)
 
 
-def _cache_table(diagnosis: CacheDiagnosis) -> Table:
+def _cache_table(diagnosis: CacheDiagnosis, wide: bool = False) -> Table:
     hit, amp, explained = diagnosis.hit_rate, diagnosis.write_amplification, diagnosis.explained
-    title = (f"cache: hit rate {hit:.1%}" if hit is not None else "cache: no input",)[0] + (
-        f", write amplification {amp:.2f}x" if amp is not None else ""
-    )
+    title = f"cache: hit rate {hit:.1%}" if hit is not None else "cache: no input"
+    if amp is not None:
+        title += f", write amplification {amp:.2f}x"
     if explained is not None:
         title += f", {explained:.1%} of written tokens explained"
-    table = Table(title=title, title_justify="left")
-    for column, justify in (("cause", "left"), ("calls", "right"), ("written", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    table.add_column("share", justify="right")
-    table.add_column("cost", justify="right")
+    tab = t.table(title)
+    t.label_column(tab, "cause")
+    for column in ("calls", "written", "share", "cost"):
+        t.number_column(tab, column)
     calls: dict[str, set[int]] = {}
     for event in (e for c in diagnosis.calls for e in c.events):
         calls.setdefault(event.cause, set()).add(event.call)
     written = diagnosis.written or 1
     for cause, (tokens, usd) in diagnosis.by_cause().items():
-        table.add_row(
+        tab.add_row(
             cause,
             f"{len(calls[cause]):,}",
-            f"{tokens:,}",
+            t.tokens(tokens, wide),
             f"{tokens / written:.1%}",
-            format_cost(usd),
+            t.money(usd, wide),
         )
-    return table
+    return tab
 
 
 def _cache_events(diagnosis: CacheDiagnosis, top: int = 5) -> str:
@@ -184,10 +210,22 @@ def inspect_command(
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     model: Annotated[
-        str | None, typer.Option("--model", help="Price and count as this model.")
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model for calls whose recording names none (to count and price).",
+            show_default=False,
+        ),
+    ] = None,
+    what_if_model: Annotated[
+        str | None,
+        typer.Option(
+            "--what-if-model", help="Count and price every call as this model.", show_default=False
+        ),
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Save context and cost plots (PNG).")
+        Path | None,
+        typer.Option("--plot", help="Save context and cost plots (PNG).", show_default=False),
     ] = None,
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Skip bad records (each one is listed).")
@@ -200,6 +238,7 @@ def inspect_command(
         ),
     ] = False,
     format_name: FormatOption = None,
+    wide: WideOption = False,
     out: OutOption = None,
     per_call: PerCallOption = False,
     resume: ResumeOption = False,
@@ -210,10 +249,17 @@ def inspect_command(
     """Where each session's context went and what it cost, recorded and simulated."""
     check_fleet_options(out, per_call, resume, engine)
     if out is not None:
-        if model is not None or plot is not None:
-            raise typer.BadParameter("--model and --plot are not taken with --out")
+        if what_if_model is not None or plot is not None:
+            raise typer.BadParameter("--what-if-model and --plot are not taken with --out")
+        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
+
         config = FleetConfig(
-            command="inspect", doctor=cache, per_call=per_call, lenient=lenient, format=format_name
+            command="inspect",
+            doctor=cache,
+            per_call=per_call,
+            model=model,
+            lenient=lenient,
+            format=format_name,
         )
         run_fleet_command(
             files,
@@ -227,14 +273,18 @@ def inspect_command(
             as_json=json_out,
         )
         return
+    from contextkit.accounting import diagnose_cache, diagnosis_json, report_json  # noqa: PLC0415
+
     selection = select_paths(files, every)
     print_skipped(selection.skipped)
-    reports = inspect_files(list(selection.files), model, lenient, format_name)
+    reports = inspect_files(list(selection.files), model, lenient, format_name, what_if_model)
     if not selection.files:  # discovery found nothing (and said so)
         if json_out:
             print_json({"sessions": []})
         return
     if plot is not None:
+        from contextkit.accounting.plots import save_session_plots  # noqa: PLC0415  (matplotlib)
+
         save_session_plots([r.ledger for r in reports], plot)
     doctor = [diagnose_cache(r.session) if cache else None for r in reports]
     if json_out:
@@ -245,13 +295,13 @@ def inspect_command(
         print_json({"sessions": docs})
         return
     for report, found in zip(reports, doctor, strict=True):
-        console.print(_parts_table(report))
-        console.print(_cost_table(report))
+        console.print(_parts_table(report, wide))
+        console.print(_cost_table(report, wide))
         console.print(_summary(report), highlight=False)
         if cache and found is None:
             console.print("cache: no recorded usage, nothing to diagnose", highlight=False)
         elif found is not None:
-            console.print(_cache_table(found))
+            console.print(_cache_table(found, wide))
             console.print(_cache_events(found), highlight=False)
     if plot is not None:
-        console.print(f"plot saved to {plot}")
+        console.print(f"plot saved to {plot}", highlight=False, soft_wrap=True)

@@ -9,15 +9,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
-from contextkit.cli._app import FormatOption, app, console, err_console, print_json
+from contextkit.cli import _tables as t
+from contextkit.cli._app import (
+    PRESET_NAMES,
+    STRATEGY_HELP,
+    FormatOption,
+    app,
+    console,
+    err_console,
+    print_json,
+)
 from contextkit.cli._paths import select_paths
+from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
@@ -29,92 +36,59 @@ from contextkit.cli.fleet import (
     run_fleet_command,
 )
 from contextkit.errors import ContextkitError
-from contextkit.fleet import FleetConfig
-from contextkit.formats import load
-from contextkit.formats.anthropic import write_requests_jsonl
-from contextkit.replay import (
-    AS_RECORDED,
-    ASSUMPTION,
-    BOUND_NOTE,
-    ORACLE,
-    RULE,
-    Replay,
-    best_strategy,
-    compare,
-    markdown_table,
-    run_strategy,
-    savings,
-    with_default_model,
-)
-from contextkit.strategies.config import PRESETS
 
-DEFAULT_SPECS = (AS_RECORDED, *PRESETS, ORACLE)
+if TYPE_CHECKING:
+    from contextkit.replay import Replay
 
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.4f}"
-
-
-def _pct(value: float | None) -> str:
-    return "" if value is None else f"{value:+.0%}"
-
-
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def _summary_row(
-    name: str,
-    summary: dict[str, Any],
-    saved: dict[str, float | None],
-    calls: int | None = None,
-) -> list[str]:
-    edits = summary.get("edit_feasibility")
-    row = [
-        name,
-        _money(summary["cost_usd"]),
-        _pct(saved.get("vs_as_recorded")),
-        _pct(saved.get("vs_none")),
-        _pct(saved.get("vs_oracle")),
-        f"{summary['input_tokens']:,}",
-        f"{summary['cache_read']:,}",
-        f"{summary['cache_write']:,}",
-        f"{summary['peak_context_tokens']:,}",
-        str(summary["compactions"]),
-        str(summary["overflow_calls"]),
-        f"{summary['recall']:.3f}",
-        _share(summary.get("span_recall")),
-        "n/a" if edits is None else f"{edits:.0%} of {summary['edits']}",
-    ]
-    return row if calls is None else [*row[:1], str(calls), *row[1:]]
-
+AS_RECORDED = "as-recorded"
+ORACLE = "oracle"
+DEFAULT_SPECS = (AS_RECORDED, *PRESET_NAMES, ORACLE)
 
 _COLUMNS = (
-    "cost",
-    "vs as-recorded",
-    "vs none",
-    "vs oracle",
-    "uncached in",
-    "cache read",
-    "cache write",
-    "peak context",
-    "compactions",
-    "overflows",
-    "recall",
-    "copied spans",
-    "edits feasible",
+    ("cost", "cost_usd", "money"),
+    ("uncached\nin", "input_tokens", "tokens"),
+    ("cache\nread", "cache_read", "tokens"),
+    ("cache\nwrite", "cache_write", "tokens"),
+    ("peak\nctx", "peak_context_tokens", "tokens"),
+    ("compac-\ntions", "compactions", "count"),
+    ("over-\nflows", "overflow_calls", "count"),
+    ("recall", "recall", "recall"),
+    ("copied\nspans", "span_recall", "recall"),
+    ("edits\nok", "edit_feasibility", "percent"),
 )
+"""The figures of a replay summary: header, key, kind (``recall`` and ``percent`` are shares:
+a mean over sessions, never a sum)."""
+SHARES = ("recall", "percent")
 SAVINGS_NOTE = (
     "savings are against the as-recorded requests priced by the same simulator (the harness's "
-    "own compaction calls included; the recorded bill is the as-recorded cost column) and "
-    "against none"
+    "own compaction calls included; the recorded bill is the as-recorded cost) and against none"
 )
+
+
+def _figure(kind: str, value: Any, wide: bool) -> str:
+    if kind == "money":
+        return t.money(value, wide)
+    if kind == "tokens":
+        return t.tokens(value, wide)
+    if kind == "recall":
+        return "-" if value is None else f"{value:.3f}"
+    if kind == "percent":
+        return "-" if value is None else f"{value:.0%}"
+    return "-" if value is None else f"{value:,}"
+
+
+def _summary_cells(summary: dict[str, Any], wide: bool) -> list[str]:
+    return [_figure(kind, summary.get(key), wide) for _, key, kind in _COLUMNS]
 
 
 _Lenient = Annotated[bool, typer.Option("--lenient", help="Skip bad records, list them.")]
 _Model = Annotated[
     str | None,
-    typer.Option("--model", help="Model for calls whose file names none (to count and price)."),
+    typer.Option(
+        "--model",
+        help="Model for calls whose recording names none (to count and price); named models stay.",
+        show_default=False,
+    ),
 ]
 
 
@@ -122,20 +96,30 @@ _Model = Annotated[
 def replay_command(
     file: Annotated[Path, typer.Argument(help="A recorded session file.")],
     strategy: Annotated[
-        str,
-        typer.Option("--strategy", "-s", help="Preset, config file, inline spec, or as-recorded."),
+        str, typer.Option("--strategy", "-s", help=STRATEGY_HELP)
     ] = "evict-tool-results",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     dump_requests: Annotated[
         Path | None,
-        typer.Option("--dump-requests", help="Write each request the strategy sends (JSONL)."),
+        typer.Option(
+            "--dump-requests",
+            help="Write each request the strategy sends (JSONL).",
+            show_default=False,
+        ),
     ] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG plot here.", show_default=False)
+    ] = None,
     lenient: _Lenient = False,
     model: _Model = None,
     format_name: FormatOption = None,
+    wide: WideOption = False,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
+    from contextkit.formats import load  # noqa: PLC0415  (the library loads in the command)
+    from contextkit.formats.anthropic import write_requests_jsonl  # noqa: PLC0415
+    from contextkit.replay import run_strategy, savings, with_default_model  # noqa: PLC0415
+
     loaded = load(file, lenient=lenient, format=format_name)
     if not loaded.sessions or not loaded.sessions[0].calls:
         raise ContextkitError(f"{file}: no model calls to replay")
@@ -158,11 +142,11 @@ def replay_command(
         skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
         print_json({**result.to_json(), "savings": saved[result.strategy], "skipped": skipped})
         return
-    _print_replay(result, baseline, none, saved, len(loaded.sessions))
+    _print_replay(result, baseline, none, saved, len(loaded.sessions), wide)
     if dump_requests is not None:
-        console.print(f"requests written to {dump_requests}")
+        console.print(f"requests written to {dump_requests}", highlight=False, soft_wrap=True)
     if plot is not None:
-        console.print(f"plot written to {plot}")
+        console.print(f"plot written to {plot}", highlight=False, soft_wrap=True)
 
 
 def _print_replay(
@@ -171,23 +155,39 @@ def _print_replay(
     none: Replay,
     saved: dict[str, dict[str, float | None]],
     sessions: int,
+    wide: bool,
 ) -> None:
-    table = Table(title=f"{result.session.path} ({result.session.model}, {len(result.rows)} calls)")
-    for col in ("strategy", *_COLUMNS):
-        table.add_column(col, justify="left" if col == "strategy" else "right", overflow="fold")
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import ASSUMPTION, BOUND_NOTE  # noqa: PLC0415
+
+    where = t.short_path(result.session.path or "", wide, width=48)
+    tab = t.table(f"{escape(where)} ({result.session.model}, {len(result.rows)} calls)")
+    t.label_column(tab, "strategy")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
     shown = {AS_RECORDED: baseline, "none": none, result.strategy: result}
     for name, rep in shown.items():
-        table.add_row(*_summary_row(name, rep.summary(), saved[name]))
-    console.print(table)
-    simulated = baseline.summary()["simulated_cost_usd"]
-    console.print(f"as-recorded, simulated: {_money(simulated)}")
+        tab.add_row(name, *_summary_cells(rep.summary(), wide))
+    console.print(tab)
+    simulated = baseline.summary().get("simulated_cost_usd")
+    mine = saved.get(result.strategy, {})
+    parts = [
+        f"{t.percent(mine.get(key))} vs {label}"
+        for key, label in (("vs_as_recorded", "as-recorded"), ("vs_none", "none"))
+        if mine.get(key) is not None
+    ]
+    line = f"as-recorded, simulated: {t.money(simulated, wide)}"
+    if parts and result.strategy not in (AS_RECORDED, "none"):
+        line += f"; {result.strategy}: " + ", ".join(parts)
+    console.print(line, highlight=False, soft_wrap=True)
     if result.recall.examples:
         lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
-        console.print(f"lost (examples): {lost}")
+        console.print(f"lost (examples): {escape(lost)}", highlight=False)
     if result.quality is not None and result.quality.examples:
-        texts = "; ".join(f"call {c}: {escape(t[:60])}" for c, t in result.quality.examples[:4])
-        console.print(f"copied text or edit strings lost (examples): {texts}")
-    console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}.[/]")
+        texts = "; ".join(f"call {c}: {q[:60]}" for c, q in result.quality.examples[:4])
+        console.print(f"copied text or edit strings lost (examples): {escape(texts)}")
+    console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}[/]")
     if result.strategy == ORACLE:
         console.print(f"[bold]{BOUND_NOTE}.[/]")
     if sessions > 1:
@@ -208,28 +208,40 @@ def compare_command(
     ] = False,
     strategy: Annotated[
         list[str] | None,
-        typer.Option("--strategy", "-s", help="Repeatable; default: as-recorded and every preset."),
+        typer.Option(
+            "--strategy",
+            "-s",
+            help="Repeatable; default: as-recorded and every preset. " + STRATEGY_HELP,
+            show_default=False,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
     ] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Cost against recall (PNG).")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Cost against recall (PNG).", show_default=False),
+    ] = None,
     jobs: FleetJobsOption = None,
     lenient: _Lenient = False,
     model: _Model = None,
+    wide: WideOption = False,
     out: OutOption = None,
     per_call: PerCallOption = False,
     resume: ResumeOption = False,
     engine: EngineOption = "process",
     quiet: QuietOption = False,
 ) -> None:
-    """Replay every session under every strategy and compare."""
+    """Replay every session under every strategy and compare: a row per session with the best
+    strategy, and the totals per strategy."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
     check_fleet_options(out, per_call, resume, engine)
     if out is not None:
         if markdown or plot is not None:
             raise typer.BadParameter("--markdown and --plot print one table: not with --out")
+        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
+
         config = FleetConfig(
             command="compare", specs=specs, per_call=per_call, model=model, lenient=lenient
         )
@@ -245,6 +257,10 @@ def compare_command(
             as_json=as_json,
         )
         return
+    from rich.progress import Progress  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import compare, markdown_table  # noqa: PLC0415
+
     found = select_paths(paths, every)
     if not found.files:  # discovery found nothing (and said so): nothing to compare
         if as_json:
@@ -286,50 +302,150 @@ def compare_command(
         root = paths[0] if paths and len(paths) == 1 and paths[0].is_dir() else None
         sys.stdout.write(markdown_table(rows, root))
     else:
-        _print_compare(rows, errors, found.skipped)
+        _print_compare(rows, errors, found.skipped, wide)
     if errors:
         raise typer.Exit(2)
 
 
-def _print_compare(
-    rows: list[dict[str, Any]], errors: list[dict[str, Any]], skipped: tuple[tuple[str, str], ...]
-) -> None:
-    base = _common_folder([row["path"] for row in rows])
-    caption = f"paths under {base}" if base else None
-    table = Table(
-        title="strategies compared (replay keeps the recorded responses)", caption=caption
-    )
-    for col in ("session / strategy", "calls", *_COLUMNS):
-        table.add_column(
-            col, justify="left" if col.startswith("session") else "right", overflow="fold"
-        )
-    sessions: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+def _by_session(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """Summaries by session (path and session id), then by strategy; ``calls`` beside them."""
+    sessions: dict[tuple[str, str | None], dict[str, Any]] = {}
     for row in rows:
-        sessions.setdefault((row["path"], row.get("session_id")), []).append(row)
-    verdicts: list[str] = []
-    for (path, session_id), group in sessions.items():
-        by_name = {r["strategy"]: r["summary"] for r in group}
-        saved = savings(by_name)
-        table.add_section()
-        shown = os.path.relpath(path, base) if base else path
-        if session_id and len(sessions) > 1 and sum(k[0] == path for k in sessions) > 1:
-            shown += f" {session_id[:8]}"
-        table.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
-        for r in group:
-            label = r["strategy"]
-            cells = _summary_row(label, r["summary"], saved[label], r["calls"])[1:]
-            table.add_row("  " + label, *cells)
-        best = best_strategy(by_name)
-        verdicts.append(f"{shown}: best {best or '(none qualifies)'}")
-    console.print(table)
-    console.print(f"best = {RULE}")
-    for line in verdicts:
-        console.print(f"  {escape(line)}")
+        entry = sessions.setdefault(
+            (row["path"], row.get("session_id")), {"calls": row["calls"], "by": {}}
+        )
+        entry["by"][row["strategy"]] = row["summary"]
+    return sessions
+
+
+def _print_compare(
+    rows: list[dict[str, Any]],
+    errors: list[dict[str, Any]],
+    skipped: tuple[tuple[str, str], ...],
+    wide: bool,
+) -> None:
+    sessions = _by_session(rows)
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    base = _common_folder([path for path, _ in sessions])
+    if base:
+        console.print(f"paths under {base}", highlight=False, markup=False, soft_wrap=True)
+    console.print(_sessions_table(sessions, base, wide))
+    console.print(_totals_table(sessions, strategies, wide))
+    if wide:
+        console.print(_detail_table(rows, base))
+    from contextkit.replay import ASSUMPTION, BOUND_NOTE, RULE  # noqa: PLC0415
+
+    console.print(f"best = {RULE}", highlight=False, soft_wrap=True)
     console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}. {BOUND_NOTE}.[/]")
     for err in errors:
-        err_console.print(f"[red]could not read[/] {err['error']}")
+        err_console.print(f"[red]could not read[/] {err['error']}", highlight=False)
     for path, reason in skipped:
-        err_console.print(f"[yellow]skipped[/] {path}: {reason}")
+        err_console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+
+
+def _sessions_table(
+    sessions: dict[tuple[str, str | None], dict[str, Any]], base: str, wide: bool
+) -> Any:
+    """A row per session: its bill, the full tape, and the best strategy with its saving."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    from contextkit.replay import best_strategy, savings  # noqa: PLC0415
+
+    tab = t.table("per session (replay keeps the recorded responses)")
+    t.label_column(tab, "session")
+    for header in ("calls", "as-\nrecorded", "none"):
+        t.number_column(tab, header)
+    t.label_column(tab, "best")
+    t.number_column(tab, "best\ncost")
+    t.number_column(tab, "vs\nas-rec")
+    t.number_column(tab, "vs\nnone")
+    for (path, session_id), entry in sessions.items():
+        by = entry["by"]
+        shown = os.path.relpath(path, base) if base else path
+        name = t.short_path(shown, wide)
+        if session_id and session_id not in shown:  # a Claude Code file is named by its id
+            name += f" {session_id[:8]}"
+        best = best_strategy(by)
+        bill = by.get(AS_RECORDED, {}).get("cost_usd")
+        best_cost = by[best]["cost_usd"] if best else None
+        saved = savings(by).get(best, {}) if best else {}
+        tab.add_row(
+            escape(name),
+            f"{entry['calls']:,}",
+            t.money(bill, wide) if AS_RECORDED in by else "-",
+            t.money(by["none"]["cost_usd"], wide) if "none" in by else "-",
+            best or "-",
+            t.money(best_cost, wide) if best else "-",
+            t.percent(saved.get("vs_as_recorded")),
+            t.percent(saved.get("vs_none")),
+        )
+    return tab
+
+
+def _totals_table(
+    sessions: dict[tuple[str, str | None], dict[str, Any]], strategies: list[str], wide: bool
+) -> Any:
+    """A row per strategy, summed over the sessions every strategy priced (a session with an
+    unknown price or no bill would make the sums incomparable); shares are means. The saving is
+    against the as-recorded requests priced by the same simulator."""
+    from contextkit.replay import best_strategy  # noqa: PLC0415
+
+    priced = [
+        e["by"]
+        for e in sessions.values()
+        if all(s in e["by"] and e["by"][s]["cost_usd"] is not None for s in strategies)
+    ]
+    left = len(sessions) - len(priced)
+    note = f"; {left} session(s) left out: a price or the bill unknown" if left else ""
+    tab = t.table(f"totals over {len(priced)} session(s){note}")
+    t.label_column(tab, "strategy")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
+    t.number_column(tab, "vs\nas-rec")
+    t.number_column(tab, "best\nin")
+    bill = None  # the as-recorded requests priced by the same simulator: like for like
+    if AS_RECORDED in strategies:
+        bill = sum(
+            by[AS_RECORDED].get("simulated_cost_usd") or by[AS_RECORDED]["cost_usd"]
+            for by in priced
+        )
+    best = [best_strategy(by) for by in priced]
+    for name in strategies:
+        summaries = [by[name] for by in priced]
+        total: dict[str, Any] = {
+            key: sum(s[key] for s in summaries) for _, key, kind in _COLUMNS if kind not in SHARES
+        }
+        total["peak_context_tokens"] = max((s["peak_context_tokens"] for s in summaries), default=0)
+        for _, key, kind in _COLUMNS:
+            if kind in SHARES:
+                known = [s[key] for s in summaries if s.get(key) is not None]
+                total[key] = sum(known) / len(known) if known else None
+        versus = t.percent(total["cost_usd"] / bill - 1) if bill and name != AS_RECORDED else ""
+        counted = f"{best.count(name)}" if name != AS_RECORDED else ""
+        tab.add_row(name, *_summary_cells(total, wide), versus, counted)
+    return tab
+
+
+def _detail_table(rows: list[dict[str, Any]], base: str) -> Any:
+    """``--wide``: every session under every strategy, whole figures."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    tab = t.table("every session under every strategy")
+    t.label_column(tab, "session / strategy")
+    t.number_column(tab, "calls")
+    for header, _, _ in _COLUMNS:
+        t.number_column(tab, header)
+    last = None
+    for row in rows:
+        if row["path"] != last:
+            tab.add_section()
+            shown = os.path.relpath(row["path"], base) if base else row["path"]
+            tab.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
+            last = row["path"]
+        tab.add_row(
+            "  " + row["strategy"], f"{row['calls']:,}", *_summary_cells(row["summary"], True)
+        )
+    return tab
 
 
 def _common_folder(paths: list[str]) -> str:

@@ -22,6 +22,8 @@ from contextkit.estimate._dist import (
 )
 from contextkit.estimate._fit import (
     fit_profile,
+    fit_profiles,
+    ticket_model,
 )
 from contextkit.estimate._profile import (
     DEFAULT_TICKETS,
@@ -42,9 +44,12 @@ from contextkit.estimate._profile import (
 )
 from contextkit.estimate._report import (
     DEFAULT_TOOL_TOKENS,
+    FIT_TOLERANCE,
     CostReport,
+    FitCheck,
     WhatIf,
     WhatIfs,
+    check_fit,
     estimate_from_profile,
     estimate_recordings,
     plot_report,
@@ -64,11 +69,13 @@ from contextkit.estimate._table import (
 __all__ = [
     "DEFAULT_TICKETS",
     "DEFAULT_TOOL_TOKENS",
+    "FIT_TOLERANCE",
     "CacheMode",
     "Change",
     "Choice",
     "CostReport",
     "Dist",
+    "FitCheck",
     "Fixed",
     "LogNormal",
     "Poisson",
@@ -82,12 +89,14 @@ __all__ = [
     "WhatIf",
     "WhatIfs",
     "breakdown",
+    "check_fit",
     "closed_form",
     "collect_tickets",
     "dump_profile",
     "estimate_from_profile",
     "estimate_recordings",
     "fit_profile",
+    "fit_profiles",
     "load_profile",
     "load_tools",
     "parse_profile",
@@ -100,6 +109,7 @@ __all__ = [
     "strategy_tables",
     "summary",
     "synthetic_tools",
+    "ticket_model",
     "ticket_table",
     "token_ratio",
     "with_cache",

@@ -69,6 +69,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Tool
 from contextkit.models import ModelInfo, resolve_model
 from contextkit.pricing import ModelPrice, price_or_warn
+from contextkit.replay import with_default_model
 from contextkit.session import Call, Session, SkippedRecord, Usage
 from contextkit.tokens import TokenCounter, counter_for
 
@@ -108,10 +109,16 @@ def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
 
 
 def collect_tickets(
-    paths: Iterable[str | Path], *, lenient: bool = False, format: str | None = None
+    paths: Iterable[str | Path],
+    *,
+    lenient: bool = False,
+    format: str | None = None,
+    model: str | None = None,
 ) -> Tickets:
     """Read every session file under ``paths`` (with the ``format`` reader, else detected) and
-    group sessions into tickets."""
+    group sessions into tickets. ``model`` is the model of calls whose file names none (as
+    ``--model`` in every command); named models stay."""
+
     mains: list[Session] = []
     subs: list[Session] = []
     skipped: list[SkippedRecord] = []
@@ -125,7 +132,8 @@ def collect_tickets(
             notes.append(f"not read (no reader recognises it): {exc.path}")
             continue
         skipped.extend(loaded.skipped)
-        for session in loaded.sessions:
+        for read in loaded.sessions:
+            session = with_default_model(read, model)
             (subs if session.parent_session_id else mains).append(session)
     return Tickets(_group(mains, subs, notes), tuple(skipped), tuple(notes))
 

@@ -136,6 +136,32 @@ def _count(values: Sequence[float]) -> Choice | Fixed:
     return Choice(values=tuple(keys), weights=tuple(float(counts[k]) for k in keys))
 
 
+def ticket_model(ticket: Ticket) -> str | None:
+    """The model of most calls of the ticket's main session (None: no call names one)."""
+    main = ticket.sessions[0]
+    models = Counter(c.model or c.request.model or main.model for c in main.calls)
+    models.pop(None, None)
+    models.pop("", None)
+    return models.most_common(1)[0][0] if models else None
+
+
+def fit_profiles(tickets: Sequence[Ticket]) -> dict[str, Profile]:
+    """One profile per model: the tickets grouped by :func:`ticket_model` and each group fitted
+    on its own (a folder mixing Haiku and Opus tickets is two workloads, not one priced as
+    Opus). Tickets whose calls name no model are an error (give the model with ``--model``)."""
+    groups: dict[str, list[Ticket]] = {}
+    for ticket in tickets:
+        if not any(s.calls for s in ticket.sessions[:1]):
+            continue
+        model = ticket_model(ticket)
+        if model is None:
+            raise ConfigError(f"cannot fit a profile: {ticket.name} names no model (pass --model)")
+        groups.setdefault(model, []).append(ticket)
+    if not groups:
+        raise ConfigError("cannot fit a profile: no session with model calls was read")
+    return {model: fit_profile(group, model=model) for model, group in groups.items()}
+
+
 def fit_profile(tickets: Sequence[Ticket], *, model: str | None = None) -> Profile:
     """A profile whose quantities have the moments of the tickets' main sessions."""
     seen = _Observed()

@@ -236,10 +236,11 @@ def estimate_recordings(
     *,
     lenient: bool = False,
     format: str | None = None,
+    model: str | None = None,
 ) -> CostReport:
     """Cost per ticket of the recorded sessions under ``paths`` (read with the ``format`` reader,
-    else detected), and each what-if."""
-    read = collect_tickets(paths, lenient=lenient, format=format)
+    else detected), and each what-if; ``model`` for calls whose file names none."""
+    read = collect_tickets(paths, lenient=lenient, format=format, model=model)
     tickets = read.tickets
     if not tickets:
         raise ConfigError("no session with model calls found in: " + ", ".join(map(str, paths)))
@@ -308,6 +309,66 @@ def _tools_file_change(profile: Profile, tools: Sequence[Tool], name: str) -> tu
     total = sum(counter.count_tool(t) for t in tools)
     label = f"+{len(tools)} tools from {name} ({total} tokens)"
     return label, with_tools(profile, len(tools), total / max(len(tools), 1))
+
+
+FIT_TOLERANCE = 0.15
+"""A fitted profile whose mean cost is further than this from its recordings' is flagged."""
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """A fitted profile's mean cost per ticket (Monte Carlo) against the tickets it was fitted
+    on: their recorded bill where every ticket has one, else their simulated cost."""
+
+    model: str
+    tickets: int
+    fitted_mean_usd: float | None
+    recordings_mean_usd: float | None
+    basis: str
+    """``recorded`` (the bill) or ``simulated`` (the recordings through the cache simulator)."""
+
+    @property
+    def error(self) -> float | None:
+        """(fitted - recordings) / recordings."""
+        if self.fitted_mean_usd is None or not self.recordings_mean_usd:
+            return None
+        return self.fitted_mean_usd / self.recordings_mean_usd - 1
+
+    @property
+    def ok(self) -> bool:
+        return self.error is not None and abs(self.error) <= FIT_TOLERANCE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "tickets": self.tickets,
+            "fitted_mean_usd": self.fitted_mean_usd,
+            "recordings_mean_usd": self.recordings_mean_usd,
+            "basis": self.basis,
+            "error": self.error,
+            "within_tolerance": self.ok,
+        }
+
+
+def check_fit(profile: Profile, tickets: Sequence[Ticket], *, seed: int = 0) -> FitCheck:
+    """Price ``profile`` (Monte Carlo, ``seed``) and the ``tickets`` it came from, and compare
+    their means (:data:`FIT_TOLERANCE`)."""
+    fitted = estimate_from_profile(profile, seed=seed).to_json()
+    baseline, recorded = price_tickets(tickets, Change())
+    source = CostReport(
+        source="recordings",
+        model=profile.model,
+        baseline=baseline,
+        names=tuple(t.name for t in tickets),
+        recorded=recorded,
+    ).to_json()
+    return FitCheck(
+        model=profile.model,
+        tickets=len(tickets),
+        fitted_mean_usd=fitted["mean_usd"],
+        recordings_mean_usd=source["mean_usd"],
+        basis=source["basis"],
+    )
 
 
 def estimate_from_profile(

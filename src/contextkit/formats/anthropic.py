@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
@@ -378,16 +379,42 @@ def call_from_record(record: Mapping[str, Any], line: int | None = None) -> tupl
         request, response = record, None
     conversation = from_anthropic_request(request)
     parsed, notes = _response(response)
+    usage, stop_reason, time = _audited(record) if parsed is None else (None, None, None)
     call = Call(
         request=conversation,
         response=parsed.message if parsed else None,
-        usage=parsed.billed_usage if parsed else None,
+        usage=parsed.billed_usage if parsed else usage,
         model=(parsed.model if parsed else None) or conversation.model,
-        stop_reason=parsed.stop_reason if parsed else None,
+        stop_reason=parsed.stop_reason if parsed else stop_reason,
+        timestamp=time,
         exact=True,
         line=line,
     )
     return call, notes
+
+
+def _audited(record: Mapping[str, Any]) -> tuple[Usage | None, str | None, datetime | None]:
+    """What a line of :class:`contextkit.engine.ContextEngine`'s audit log carries beside the
+    request (``{"call", "time", "request", "stop_reason", "usage"}``, usage as contextkit's
+    :class:`Usage` or the API's shape): the billed usage, the stop reason and the time."""
+    raw, stop, when = record.get("usage"), record.get("stop_reason"), record.get("time")
+    usage: Usage | None = None
+    if isinstance(raw, Mapping):
+        try:
+            usage = (
+                Usage.from_anthropic(raw)
+                if "cache_read_input_tokens" in raw or "cache_creation_input_tokens" in raw
+                else Usage.model_validate(raw)
+            )
+        except ValidationError as exc:
+            raise PayloadError(f"usage: {_describe(exc)}") from None
+    time = None
+    if isinstance(when, str):
+        try:
+            time = datetime.fromisoformat(when)
+        except ValueError:
+            raise PayloadError(f"time: not an ISO 8601 time: {when!r:.40}") from None
+    return usage, stop if isinstance(stop, str) else None, time
 
 
 def _response(value: object) -> tuple[AnthropicResponse | None, list[str]]:
