@@ -51,5 +51,10 @@ def unmarked(value: Any) -> Any:
     return value
 
 
+def forwarded(record: dict[str, Any]) -> Any:
+    """The body the upstream got (a record writes null for "the request, unchanged")."""
+    return record["request"] if record["forwarded"] is None else record["forwarded"]
+
+
 def message_payloads(call: Call) -> list[Any]:
     return [to_payload(m) for m in call.request.messages]

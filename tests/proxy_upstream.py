@@ -4,7 +4,8 @@ Streams drip: each server-sent event is its own HTTP chunk, ``drip_s`` apart. Th
 message picks the behaviour: ``fault:429`` / ``fault:500`` / ``fault:529`` answer that error;
 ``fault:slow`` waits ``slow_s`` before answering (longer than the proxy's timeout);
 ``fault:cut`` sends half the stream then drops the connection; ``fault:long`` streams
-about 60 events, slowly (for a client that goes away mid-stream); anything else streams a short text answer.
+about 60 events slowly, ``fault:endless`` about 450 (10 s and more: for a client that goes away
+mid-stream); anything else streams a short text answer.
 """
 
 from __future__ import annotations
@@ -100,11 +101,13 @@ def _handler(server: DripUpstream) -> type[BaseHTTPRequestHandler]:
             fault = first.split(":", 1)[1].split()[0] if first.startswith("fault:") else ""
             if fault in ERRORS:
                 kind, message = ERRORS[fault]
-                self._json(int(fault), {"type": "error", "error": {"type": kind, "message": message}})
+                self._json(
+                    int(fault), {"type": "error", "error": {"type": kind, "message": message}}
+                )
                 return
             if fault == "slow":
                 time.sleep(server.slow_s)
-            words = 60 if fault == "long" else 6
+            words = {"long": 60, "endless": 600}.get(fault, 6)
             text = " ".join(f"word{i}" for i in range(words))
             events = stream_events(_message(text, body["model"], index), chunk_chars=8)
             self.send_response(200)
@@ -118,16 +121,20 @@ def _handler(server: DripUpstream) -> type[BaseHTTPRequestHandler]:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                self._chunk(to_sse([event]).encode())
-                time.sleep(max(server.drip_s, LONG_DRIP_S) if fault == "long" else server.drip_s)
+                if not self._chunk(to_sse([event]).encode()):
+                    return
+                slow = fault in ("long", "endless")
+                time.sleep(max(server.drip_s, LONG_DRIP_S) if slow else server.drip_s)
             self.wfile.write(b"0\r\n\r\n")
 
-        def _chunk(self, data: bytes) -> None:
+        def _chunk(self, data: bytes) -> bool:
             try:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
-            except OSError:
+            except OSError:  # the proxy went away (its client disconnected)
                 self.close_connection = True
+                return False
+            return True
 
         def _json(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()

@@ -29,7 +29,7 @@ from contextkit.replay import AS_RECORDED, run_strategy
 from contextkit.strategies import EvictToolResults, ToolResultsOver, When
 from contextkit.strategies.base import Strategy
 from contextkit.testing.fake_anthropic import FakeAnthropic, ReceivedRequest, Reply
-from proxy_helper import check_files, records, unmarked
+from proxy_helper import check_files, forwarded, records, unmarked
 
 pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]
 TOOLS = ("Bash", "Read", "Edit")
@@ -152,7 +152,7 @@ def test_claude_code_through_the_proxy(tmp_path: Path, cli: Path) -> None:
     assert all(r["complete"] and r["streamed"] for r in model_calls)
     # Without a strategy the proxy forwards what it receives, byte for byte.
     assert [r.body for r in requests] == [r["request"] for r in model_calls]
-    assert all(r["forwarded"] == r["request"] for r in model_calls)
+    assert all(r["forwarded"] is None for r in model_calls)  # null: as received
     assert all(EDIT_HEADER not in r["response_headers"] for r in model_calls)
     _replays(requests, folder)
     assert len(lines) == len(requests)
@@ -163,12 +163,12 @@ def test_claude_code_with_a_strategy(tmp_path: Path, cli: Path) -> None:
     requests, recorded, folder, lines = _run(tmp_path, cli, BATCHED)
     _accepted(requests)
     model_calls = [r for r in recorded if r["api"] == "anthropic"]
-    assert [r.body for r in requests] == [r["forwarded"] for r in model_calls]
+    assert [r.body for r in requests] == [forwarded(r) for r in model_calls]
     # The messages shrink (system prompt and tools, about 117 kB here, stay as they are).
     received = [len(json.dumps(r["request"]["messages"])) for r in model_calls]
-    forwarded = [len(json.dumps(r["forwarded"]["messages"])) for r in model_calls]
-    assert sum(forwarded) < 0.7 * sum(received), (received, forwarded)
-    assert forwarded[-1] < 0.5 * received[-1]
+    sent = [len(json.dumps(forwarded(r)["messages"])) for r in model_calls]
+    assert sum(sent) < 0.7 * sum(received), (received, sent)
+    assert sent[-1] < 0.5 * received[-1]
     edits = [r["edit"] for r in model_calls]
     edited = [
         i for i, e in enumerate(edits) if any(x["action"] == "evicted" for x in e["receipts"])
@@ -198,4 +198,4 @@ def _prefix_stable(model_calls: list[dict[str, Any]], edited: list[int]) -> None
 
 
 def _messages(record: dict[str, Any]) -> list[str]:
-    return [json.dumps(m) for m in unmarked(record["forwarded"]["messages"])]
+    return [json.dumps(m) for m in unmarked(forwarded(record)["messages"])]

@@ -44,14 +44,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def proxy_process(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path, DripUpstream]]:
+def proxy_process(
+    tmp_path: Path,
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path, DripUpstream]]:
     with DripUpstream(slow_s=2.5) as upstream:
         port = _free_port()
         out = (tmp_path / "console.txt").open("wb")
         command = [sys.executable, "-c", "from contextkit.cli import main; main()", "proxy"]
         command += ["--upstream", upstream.base_url, "--port", str(port)]
         command += ["--record", str(tmp_path / "rec"), "--timeout", "1.0"]
-        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"})
+        child = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"}
+        )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
@@ -75,13 +79,17 @@ def _body(first: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"model": MODEL, "max_tokens": 64, "stream": True, "messages": messages}
 
 
-async def _conversation(client: httpx.AsyncClient, base: str, name: str, until: float) -> list[float]:
+async def _conversation(
+    client: httpx.AsyncClient, base: str, name: str, until: float
+) -> list[float]:
     """Calls back to back until ``until``; the latency of each (seconds)."""
     history: list[dict[str, Any]] = []
     latencies: list[float] = []
     while time.monotonic() < until:
         start = time.perf_counter()
-        async with client.stream("POST", base + "/v1/messages", json=_body(name, history)) as answer:
+        async with client.stream(
+            "POST", base + "/v1/messages", json=_body(name, history)
+        ) as answer:
             assert answer.status_code == 200
             text = "".join([chunk async for chunk in answer.aiter_text()])
         latencies.append(time.perf_counter() - start)
@@ -95,7 +103,7 @@ async def _conversation(client: httpx.AsyncClient, base: str, name: str, until: 
 
 
 async def _fault(client: httpx.AsyncClient, base: str, kind: str) -> tuple[str, int, str]:
-    first = "fault:long" if kind == "disconnect" else f"fault:{kind}"
+    first = "fault:endless" if kind == "disconnect" else f"fault:{kind}"
     async with client.stream("POST", base + "/v1/messages", json=_body(first, [])) as answer:
         if kind == "disconnect":
             async for _ in answer.aiter_bytes():
@@ -105,15 +113,18 @@ async def _fault(client: httpx.AsyncClient, base: str, kind: str) -> tuple[str, 
     return kind, answer.status_code, text
 
 
-async def _load(base: str, seconds: float, faults: bool) -> tuple[list[float], list[tuple[str, int, str]]]:
+async def _load(
+    base: str, seconds: float, faults: bool
+) -> tuple[list[float], list[tuple[str, int, str]]]:
     limits = httpx.Limits(max_connections=100)
     async with httpx.AsyncClient(timeout=30, limits=limits) as client:
         until = time.monotonic() + seconds
-        talks = [_conversation(client, base, f"conversation {i}", until) for i in range(CONVERSATIONS)]
+        talks = [
+            _conversation(client, base, f"conversation {i}", until) for i in range(CONVERSATIONS)
+        ]
         trouble = [_fault(client, base, k) for k in FAULTS] if faults else []
-        done = await asyncio.gather(*talks, asyncio.gather(*trouble))
-    latencies = [x for result in done[:-1] for x in result]  # type: ignore[union-attr]
-    return latencies, list(done[-1])  # type: ignore[arg-type]
+        talked, failed = await asyncio.gather(asyncio.gather(*talks), asyncio.gather(*trouble))
+    return [x for result in talked for x in result], list(failed)
 
 
 def _rss_mb(pid: int) -> float:
@@ -123,16 +134,46 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _check_faults(recorded: list[dict[str, Any]]) -> None:
+    """Each fault recorded with what happened to it."""
+    outcome = {
+        r["request"]["messages"][0]["content"]: r
+        for r in recorded
+        if r["request"]["messages"][0]["content"].startswith("fault:")
+    }
+    for code in ("429", "500", "529"):
+        assert outcome[f"fault:{code}"]["status"] == int(code)
+        assert outcome[f"fault:{code}"]["response"]["type"] == "error"
+    assert outcome["fault:slow"]["complete"] is False
+    assert "timed out" in outcome["fault:slow"]["error"]
+    assert outcome["fault:cut"]["complete"] is False
+    assert "broke" in outcome["fault:cut"]["error"]
+    gone = outcome["fault:endless"]
+    assert gone["complete"] is False
+    assert gone["error"] == "client disconnected"
+    assert gone["duration_ms"] < 8_000  # the proxy stopped relaying, long before the stream's end
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _figures(latencies: list[float]) -> tuple[float, float]:
     ordered = sorted(latencies)
     return statistics.median(ordered) * 1000, ordered[int(0.99 * (len(ordered) - 1))] * 1000
 
 
-def test_load_and_faults(proxy_process: tuple[str, subprocess.Popen[bytes], Path, DripUpstream]) -> None:
+def test_load_and_faults(
+    proxy_process: tuple[str, subprocess.Popen[bytes], Path, DripUpstream],
+) -> None:
     url, child, root, upstream = proxy_process
     rss_before = _rss_mb(child.pid)
     direct, _ = asyncio.run(_load(upstream.base_url, LOAD_S / 2, faults=False))
+    cpu_before = _cpu_s(child.pid)
     through, faults = asyncio.run(_load(url, LOAD_S, faults=True))
+    proxy_cpu = _cpu_s(child.pid) - cpu_before
     rss_after = _rss_mb(child.pid)
     by_kind = {kind: (status, text) for kind, status, text in faults}
     assert by_kind["429"][0] == 429
@@ -155,18 +196,13 @@ def test_load_and_faults(proxy_process: tuple[str, subprocess.Popen[bytes], Path
     assert len(recorded) == sent
     assert len({r["id"] for r in recorded}) == sent
     conversations = Counter(r["request"]["messages"][0]["content"] for r in recorded)
-    assert sum(conversations[f"conversation {i}"] for i in range(CONVERSATIONS)) == len(through) + len(after)
-    outcome = {r["request"]["messages"][0]["content"]: r for r in recorded if r["request"]["messages"][0]["content"].startswith("fault:")}
-    for code in ("429", "500", "529"):
-        assert outcome[f"fault:{code}"]["status"] == int(code)
-        assert outcome[f"fault:{code}"]["response"]["type"] == "error"
-    assert outcome["fault:slow"]["complete"] is False
-    assert "timed out" in outcome["fault:slow"]["error"]
-    assert outcome["fault:cut"]["complete"] is False
-    assert "broke" in outcome["fault:cut"]["error"]
-    assert outcome["fault:long"]["complete"] is False
-    assert outcome["fault:long"]["error"] == "client disconnected"
-    normal = [r for r in recorded if not r["request"]["messages"][0]["content"].startswith("fault:")]
+    assert sum(conversations[f"conversation {i}"] for i in range(CONVERSATIONS)) == len(
+        through
+    ) + len(after)
+    _check_faults(recorded)
+    normal = [
+        r for r in recorded if not r["request"]["messages"][0]["content"].startswith("fault:")
+    ]
     assert all(r["complete"] and r["status"] == 200 and r["usage"] for r in normal)
     # Every file reads back; failed exchanges stay calls without a response, with a note.
     for path in folder.glob("*.jsonl"):
@@ -181,7 +217,10 @@ def test_load_and_faults(proxy_process: tuple[str, subprocess.Popen[bytes], Path
         f"\n{CONVERSATIONS} concurrent streaming conversations: direct {len(direct)} calls in "
         f"{LOAD_S / 2:.1f}s, median {d_median:.1f} ms, p99 {d_p99:.1f} ms; through the proxy "
         f"{len(through)} calls in {LOAD_S:.1f}s, median {p_median:.1f} ms, p99 {p_p99:.1f} ms; "
-        f"added latency per call: median {p_median - d_median:+.1f} ms, p99 {p_p99 - d_p99:+.1f} ms; "
+        f"added latency per call: median {p_median - d_median:+.1f} ms, "
+        f"p99 {p_p99 - d_p99:+.1f} ms; "
+        f"proxy CPU {proxy_cpu:.2f} s over the {LOAD_S:.0f} s of load "
+        f"({proxy_cpu / max(len(through), 1) * 1e3:.1f} ms per call); "
         f"proxy RSS {rss_before:.0f} MB at start, {rss_after:.0f} MB after {sent} exchanges"
     )
     console = (root / "console.txt").read_text()
@@ -192,15 +231,18 @@ def test_streams_pass_through_as_they_arrive(tmp_path: Path) -> None:
     """The client gets the first event long before the upstream sends the last one."""
     from contextkit.proxy import ProxyConfig, ProxyServer  # noqa: PLC0415  (needs the extra)
 
-    with DripUpstream() as upstream, ProxyServer(ProxyConfig(upstream=upstream.base_url)) as proxy:
-        with httpx.Client(timeout=10) as client:
-            start = time.perf_counter()
-            first_at = None
-            body = _body("fault:long", [])
-            with client.stream("POST", proxy.base_url + "/v1/messages", json=body) as answer:
-                for _ in answer.iter_bytes():
-                    first_at = first_at or time.perf_counter() - start
-            total = time.perf_counter() - start
+    with (
+        DripUpstream() as upstream,
+        ProxyServer(ProxyConfig(upstream=upstream.base_url)) as proxy,
+        httpx.Client(timeout=10) as client,
+    ):
+        start = time.perf_counter()
+        first_at = None
+        body = _body("fault:long", [])
+        with client.stream("POST", proxy.base_url + "/v1/messages", json=body) as answer:
+            for _ in answer.iter_bytes():
+                first_at = first_at or time.perf_counter() - start
+        total = time.perf_counter() - start
     assert first_at is not None
     assert total > 1.0  # about 60 events, 25 ms apart
     assert first_at < total / 4, (first_at, total)

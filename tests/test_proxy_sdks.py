@@ -27,7 +27,7 @@ from contextkit.proxy import EDIT_HEADER, ProxyConfig, ProxyServer
 from contextkit.strategies import EvictToolResults, ToolResultsOver, When
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply
 from contextkit.testing.fake_openai import FakeOpenAI
-from proxy_helper import check_files, records, replayed_calls, unmarked
+from proxy_helper import check_files, forwarded, records, replayed_calls, unmarked
 
 MODEL = "claude-sonnet-4-5"
 GPT = "gpt-4.1"
@@ -184,7 +184,7 @@ def test_anthropic_strategy_edits_and_keeps_the_prefix(tmp_path: Path) -> None:
     check_files(tmp_path)
     recorded = records(tmp_path)
     # The client sent its full history each time; the upstream got less once results went.
-    sizes = [(len(json.dumps(r["request"])), len(json.dumps(r["forwarded"]))) for r in recorded]
+    sizes = [(len(json.dumps(r["request"])), len(json.dumps(forwarded(r)))) for r in recorded]
     assert sizes[-1][1] < sizes[-1][0] * 0.8
     edited = [i for i, e in enumerate(edits) if "evicted" in e]
     assert len(edited) >= 2, edits

@@ -2,7 +2,8 @@
 
 Each line is an object with ``contextkit_proxy`` (the record version, 1), ``api``
 (``anthropic``, ``openai-chat``, ``openai-responses``, ``anthropic-count-tokens`` or ``other``),
-``request`` (the body as the client sent it), ``forwarded`` (as the upstream received it),
+``request`` (the body as the client sent it), ``forwarded`` (as the upstream received it; null
+when that is ``request`` unchanged),
 ``response`` (the JSON body, or the stream reassembled into it), ``status``, ``complete``,
 ``error``, ``started_at`` (epoch seconds), ``conversation`` and more.
 
@@ -10,8 +11,9 @@ Contract:
 
 - One :class:`Session` per file (the proxy writes one file per conversation; ``session_id`` is
   the conversation key), one :class:`Call` per model call in file order. The call's request is
-  ``forwarded`` exactly (``exact=True``): what the provider saw and billed, so a replay of the
-  file makes the same calls; the response and its usage come from ``response``.
+  ``forwarded`` (``request`` when that went out unchanged) exactly (``exact=True``): what the
+  provider saw and billed, so a replay of the file makes the same calls; the response and its
+  usage come from ``response``.
 - A call that failed (HTTP status >= 400, no status: the upstream could not be reached or timed
   out) or did not complete (a stream cut, a client gone) is kept as a call without a response or
   usage, and a session note says why, with its line.
@@ -99,7 +101,9 @@ def call_from_record(record: Mapping[str, Any], line: int | None) -> tuple[Call 
     if parsers is None:
         return None, None
     parse_request, parse_response = parsers
-    body = record.get("forwarded", record.get("request"))
+    body = record.get("forwarded")
+    if body is None:  # forwarded as received
+        body = record.get("request")
     if not isinstance(body, Mapping):
         raise ValueError("'forwarded' must be the request body (an object)")
     conversation = parse_request(body)

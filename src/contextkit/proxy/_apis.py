@@ -17,7 +17,7 @@ Everything here is pure: bytes in, values out; a malformed stream is reported, n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from contextkit.formats.openai_responses import (
     to_responses_request,
     usage_from_responses,
 )
-from contextkit.formats.sse import StreamError, assemble_stream, parse_sse
+from contextkit.formats.sse import SseEvent, StreamError, assemble_events, parse_sse
 from contextkit.messages import Conversation
 from contextkit.session import Usage
 
@@ -97,12 +97,25 @@ def assemble(api: Api, text: str, streamed: bool) -> Assembled:
 
 
 def _anthropic_stream(text: str) -> Assembled:
-    count = sum(1 for _ in parse_sse(text))
+    events = list(parse_sse(text))
     try:
-        stream = assemble_stream(text)
+        stream = assemble_events(_decoded(events))
     except StreamError as exc:
-        return Assembled(None, False, count, [str(exc)])
-    return Assembled(dict(stream.message), stream.complete, count, list(stream.notes))
+        return Assembled(None, False, len(events), [str(exc)])
+    return Assembled(dict(stream.message), stream.complete, len(events), list(stream.notes))
+
+
+def _decoded(events: list[SseEvent]) -> Iterator[dict[str, Any]]:
+    for number, event in enumerate(events, start=1):
+        try:
+            value = json.loads(event.data)
+        except json.JSONDecodeError as exc:
+            raise StreamError(f"data is not valid JSON ({exc.msg})", event=number) from None
+        if not isinstance(value, dict):
+            raise StreamError(f"data is {type(value).__name__}, not an object", event=number)
+        if "type" not in value and event.event is not None:
+            value["type"] = event.event
+        yield value
 
 
 def _data_events(text: str) -> list[dict[str, Any] | str]:

@@ -90,7 +90,8 @@ class Exchange:
                 )  # fmt: skip
         if writer is not None:
             notes = list(assembled.notes) if assembled else []
-            record = self._record(body, complete, usage, cost, notes, text)
+            events = assembled.events if assembled else 0
+            record = self._record(body, complete, usage, cost, notes, text, events)
             writer.write(record)
         return line
 
@@ -102,6 +103,7 @@ class Exchange:
         cost: float | None,
         notes: list[str],
         text: str,
+        events: int,
     ) -> dict[str, Any]:
         error = self.error or ("client disconnected" if self.client_gone else None)
         response: Any = body
@@ -125,14 +127,15 @@ class Exchange:
             "request_headers": self.request_headers,
             "response_headers": self.response_headers,
             "request": self.request,
-            "forwarded": self.forwarded,
+            # The same body twice would double every record: null says "as received".
+            "forwarded": None if self.forwarded is self.request else self.forwarded,
             "response": response,
             "usage": usage.model_dump() if usage is not None else None,
             "cost_usd": cost,
             "notes": notes,
         }
         if self.streamed:
-            record["events"] = text.count("\n\n")
+            record["events"] = events
         if self.edit is not None or self.edit_error is not None:
             record["edit"] = {
                 "dry_run": self.dry_run,

@@ -7,7 +7,8 @@ version), ``id``, ``conversation``, ``api``, ``method``, ``path``, ``started_at`
 ``ttfb_ms`` / ``duration_ms``, ``status``, ``complete`` (False: the stream or the body stopped
 short, the upstream failed or timed out, or the client went away; ``error`` says which),
 ``streamed``, ``events``, ``request_headers`` / ``response_headers`` (credentials removed),
-``request`` (the body as received), ``forwarded`` (the body as sent upstream), ``would_forward``
+``request`` (the body as received), ``forwarded`` (the body as sent upstream; null when it is the
+body as received, byte for byte), ``would_forward``
 (with ``--dry-run``: what the strategy would have sent), ``response`` (the JSON body, or the
 stream reassembled into it), ``usage`` (contextkit's :class:`Usage` fields), ``cost_usd`` and
 ``edit`` (what the strategy did). :mod:`contextkit.formats.proxy_record` reads it back.
