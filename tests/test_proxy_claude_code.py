@@ -174,6 +174,9 @@ def test_claude_code_with_a_strategy(tmp_path: Path, cli: Path) -> None:
         i for i, e in enumerate(edits) if any(x["action"] == "evicted" for x in e["receipts"])
     ]
     assert len(edited) >= 2, [e["summary"] for e in edits]
+    # One lane throughout, --continue included: the CLI sends the new prompt as a text block
+    # while it carries the breakpoint and as a string afterwards, which is the same message.
+    assert not any(e["reset"] for e in edits), [e["summary"] for e in edits]
     print([e["summary"] for e in edits])
     _prefix_stable(model_calls, edited)
     _replays(requests, folder)

@@ -11,7 +11,8 @@ Conversation key, first match wins:
 A conversation holds *lanes*: one :class:`ContextEngine` per thread of calls that extend each
 other (a harness interleaves side calls, title generation or subagents, with its main loop under
 one session id). A request joins the lane whose last history (the client's messages, without
-``cache_control``) is a prefix of its own and whose system and tools are the same, longest first;
+``cache_control``; a text as a string or as one text block counts as the same) is a prefix of its
+own and whose system and tools are the same, longest first;
 a request with the same system, tools and first message that extends no lane is an edited history
 (a compaction, a rewind): that lane's view restarts from it (a ``reset`` receipt). Anything else
 opens a new lane. Only the new messages are added to a lane's view, and the assistant message the
@@ -162,7 +163,12 @@ class _Lane:
 
 
 def _fingerprint(message: Message) -> str:
-    return _digest(to_payload(message))
+    """Equal for the same message in either content form: a client may send a text as one text
+    block (while it carries a breakpoint) and as a plain string the next time (Claude Code does)."""
+    payload = to_payload(message)
+    if isinstance(payload.get("content"), str):
+        payload["content"] = [{"type": "text", "text": payload["content"]}]
+    return _digest(payload)
 
 
 def _head_key(conversation: Conversation) -> str:
