@@ -343,3 +343,34 @@ def test_openai_sdk_chat_and_responses_through_the_proxy(tmp_path: Path) -> None
     assert streamed
     assert all(c.usage is not None and c.response is not None for c in streamed)
     assert len(lines) == 7
+
+
+def test_openai_chat_strategy_edits_the_forwarded_history(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda c: _loop_reply(c, 6)) as fake:
+        upstream = fake.base_url.removesuffix("/v1")
+        config = ProxyConfig(upstream=upstream, strategy=BATCHED, record_dir=tmp_path)
+        with ProxyServer(config) as proxy, httpx.Client(base_url=proxy.base_url) as http:
+            messages: list[Any] = [{"role": "user", "content": "loop"}]
+            while True:
+                body = {"model": GPT, "messages": messages, "tools": [FUNCTION]}
+                answer = http.post("/v1/chat/completions", json=body)
+                assert answer.status_code == 200, answer.text
+                choice = answer.json()["choices"][0]["message"]
+                if not choice.get("tool_calls"):
+                    break
+                call = choice["tool_calls"][0]
+                result = {"role": "tool", "tool_call_id": call["id"], "content": "x = 1\n" * 150}
+                messages += [choice, result]
+    assert all(r.status == 200 for r in fake.requests)  # a strict upstream took every edit
+    assert len(fake.requests) == 7
+    recorded = records(tmp_path)
+    assert any("evicted" in (r["edit"]["summary"] or "") for r in recorded)
+    last = recorded[-1]
+    assert len(json.dumps(forwarded(last))) < 0.7 * len(json.dumps(last["request"]))
+    assert not any("cache_control" in json.dumps(forwarded(r)) for r in recorded)
+    calls = replayed_calls(tmp_path)
+    got = [json.dumps(to_payload(c.request), sort_keys=True) for c in calls]
+    sent = [
+        json.dumps(to_payload(parse_chat_request(r.body)), sort_keys=True) for r in fake.requests
+    ]
+    assert got == sent
