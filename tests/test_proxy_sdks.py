@@ -19,7 +19,9 @@ import anthropic
 import httpx
 import openai
 import pytest
+from typer.testing import CliRunner
 
+from contextkit.cli import app
 from contextkit.formats.openai_chat import parse_chat_request
 from contextkit.formats.openai_responses import parse_responses_request
 from contextkit.messages import Conversation, ToolResultBlock, parse_conversation, to_payload
@@ -203,6 +205,14 @@ def test_anthropic_strategy_edits_and_keeps_the_prefix(tmp_path: Path) -> None:
         assert "cache_control" in last[-1]
     calls = replayed_calls(tmp_path)
     assert [to_payload(c.request) for c in calls] == [r.body for r in fake.requests]
+    # The commands read the records: replay, cost, inspect.
+    (path,) = tmp_path.glob("*.jsonl")
+    runner = CliRunner()
+    done = runner.invoke(app, ["replay", str(path), "-s", "evict-tool-results", "--json"])
+    assert done.exit_code == 0, done.output
+    assert len(json.loads(done.output)["rows"]) == 9
+    for command in (["cost", str(path)], ["inspect", str(path), "--cache"]):
+        assert runner.invoke(app, command).exit_code == 0, command
     edit = recorded[edited[0]]["edit"]
     assert edit["applied"]
     assert any(r["action"] == "evicted" for r in edit["receipts"])

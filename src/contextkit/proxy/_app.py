@@ -161,7 +161,8 @@ class Proxy:
             streamed=isinstance(body, dict) and stream_requested(body),
         )
         content = self._edited(exchange, api, body, raw)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
+        drop = _DROP_REQUEST | _named_in_connection(request.headers.get("connection", ""))
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in drop]
         assert self.client is not None, "the proxy is not started (lifespan)"
         upstream = self.client.build_request(
             request.method, self.upstream + exchange.path, headers=headers, content=content
@@ -174,7 +175,8 @@ class Proxy:
             return self._failed(
                 exchange, 502, f"upstream unreachable ({type(exc).__name__}: {exc})"
             )
-        out_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _DROP_RESPONSE}
+        drop = _DROP_RESPONSE | _named_in_connection(answer.headers.get("connection", ""))
+        out_headers = {k: v for k, v in answer.headers.items() if k.lower() not in drop}
         if exchange.edit is not None:
             summary = exchange.edit.summary()
             out_headers[EDIT_HEADER] = (
@@ -251,6 +253,11 @@ class Proxy:
 
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _named_in_connection(value: str) -> frozenset[str]:
+    """Headers a ``Connection`` header names are hop-by-hop too (RFC 9110, 7.6.1)."""
+    return frozenset(name.strip().lower() for name in value.split(",") if name.strip())
 
 
 def _json(raw: bytes) -> Any:
