@@ -15,6 +15,7 @@ from contextkit.cli import convert as _convert  # noqa: F401  (registers command
 from contextkit.cli import cost as _cost  # noqa: F401  (registers commands)
 from contextkit.cli import demo as _demo  # noqa: F401  (registers commands)
 from contextkit.cli import inspect as _inspect  # noqa: F401  (registers commands)
+from contextkit.cli import proxy as _proxy  # noqa: F401  (registers commands)
 from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
 from contextkit.cli import report as _report  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)

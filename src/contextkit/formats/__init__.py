@@ -39,6 +39,7 @@ class FormatReader(Protocol):
 # Most specific first: a reader later in the list may accept what an earlier one rejects.
 _READER_MODULES: tuple[str, ...] = (
     "atif",
+    "proxy_record",
     "claude_trace",
     "cline",
     "cursor",

@@ -1,0 +1,88 @@
+"""``contextkit proxy``: a local recording, compacting proxy for Anthropic and OpenAI clients.
+
+starlette, uvicorn and httpx (the ``proxy`` extra) are imported when the command runs, so
+``contextkit --help`` stays fast without them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from contextkit.cli._app import app, console
+from contextkit.errors import ContextkitError
+
+
+@app.command("proxy")
+def proxy_command(
+    upstream: Annotated[
+        str,
+        typer.Option(
+            "--upstream",
+            help="Where to forward: https://api.anthropic.com or https://api.openai.com.",
+        ),
+    ],
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8787,
+    strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--strategy", "-s", help="Preset, config file or inline spec to apply per conversation."
+        ),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", help="Write every exchange here, one JSONL file per conversation."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Record what the strategy would change; forward unchanged."),
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    budget_tokens: Annotated[
+        int, typer.Option("--budget-tokens", help="Token budget the strategy aims at.")
+    ] = 150_000,
+    context_window: Annotated[
+        int, typer.Option("--context-window", help="Context window the client runs.")
+    ] = 200_000,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the upstream.")
+    ] = 600.0,
+) -> None:
+    """Forward Anthropic / OpenAI API calls, record them, apply a strategy, show their cost.
+
+    Point ANTHROPIC_BASE_URL (or OPENAI_BASE_URL, ending in /v1) at http://HOST:PORT."""
+    if not upstream.startswith(("http://", "https://")):
+        raise ContextkitError(f"--upstream {upstream!r}: give a URL (http:// or https://)")
+    if dry_run and strategy is None:
+        raise ContextkitError("--dry-run needs --strategy: there is nothing to try without one")
+    from contextkit.strategies import strategy_from_spec  # noqa: PLC0415  (only with --strategy)
+
+    chosen = strategy_from_spec(strategy) if strategy is not None else None
+    from contextkit.proxy import ProxyConfig, serve  # noqa: PLC0415  (the extra loads slowly)
+
+    config = ProxyConfig(
+        upstream=upstream,
+        strategy=chosen,
+        dry_run=dry_run,
+        record_dir=record,
+        budget_tokens=budget_tokens,
+        context_window=context_window,
+        timeout_s=timeout_s,
+    )
+    mode = "" if chosen is None else f", strategy {strategy}" + (" (dry run)" if dry_run else "")
+    console.print(
+        f"contextkit proxy on http://{host}:{port} -> {escape(upstream)}{escape(mode)}"
+        + (f", recording to {escape(str(record))}" if record else ""),
+        highlight=False,
+    )
+    proxy = serve(config, host=host, port=port, on_line=_print_line)
+    total = proxy.stats.to_json()["total"]
+    console.print(f"{total['calls']} calls, ${total['cost_usd']:.4f}", highlight=False)
+
+
+def _print_line(line: str) -> None:
+    console.print(escape(line), highlight=False, soft_wrap=True)

@@ -1,0 +1,272 @@
+"""The proxy server: a Starlette app forwarding to the upstream with httpx, run by uvicorn.
+
+Contract:
+
+- Every request but ``GET /stats`` is forwarded to ``upstream + path + query`` with its method,
+  body and headers (hop-by-hop headers, ``host``, ``content-length`` and ``accept-encoding``
+  removed; httpx negotiates its own compression and the proxy answers uncompressed). A request
+  the strategy leaves unchanged is forwarded byte for byte.
+- A ``text/event-stream`` answer is passed on chunk by chunk as it arrives; any other answer is
+  passed on whole, with its status and headers.
+- An upstream that cannot be reached is answered 502, one that times out 504 (in the API's error
+  shape); a stream that breaks mid-way ends with an ``error`` event the SDKs raise on. Whatever
+  happens (the client going away included), the exchange is recorded exactly once
+  (:class:`~contextkit.proxy._exchange.Exchange`), complete or marked incomplete.
+- With a strategy, model calls are edited per conversation
+  (:class:`~contextkit.proxy._conversations.Conversations`) and the answer carries
+  ``x-contextkit-edit``; with ``dry_run`` the request goes out unchanged and the record says what
+  the strategy would have sent. A strategy that fails forwards the request unchanged and the
+  record says why: the proxy never breaks a client's call over its own edit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contextkit.errors import ContextkitError
+from contextkit.proxy._apis import (
+    MODEL_APIS,
+    Api,
+    api_of,
+    error_body,
+    error_event,
+    parse_request,
+    stream_requested,
+    write_request,
+)
+from contextkit.proxy._conversations import Conversations, conversation_key
+from contextkit.proxy._exchange import Exchange
+from contextkit.proxy._record import RecordWriter, redacted
+from contextkit.proxy._stats import Stats
+from contextkit.strategies.base import Strategy
+
+try:
+    import anyio
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ContextkitError(
+        f"contextkit proxy needs the 'proxy' extra ({exc.name} is missing): "
+        "pip install 'contextkit[proxy]'"
+    ) from None
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_DROP_REQUEST = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+_DROP_RESPONSE = HOP_BY_HOP | {"content-length", "content-encoding"}
+EDIT_HEADER = "x-contextkit-edit"
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """How the proxy runs (the CLI's options)."""
+
+    upstream: str
+    strategy: Strategy | None = None
+    dry_run: bool = False
+    record_dir: Path | None = None
+    budget_tokens: int = 150_000
+    context_window: int = 200_000
+    timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+
+
+class Proxy:
+    """The proxy's state (record writer, stats, conversations) and its ASGI app."""
+
+    def __init__(
+        self, config: ProxyConfig, *, on_line: Callable[[str], None] | None = None
+    ) -> None:
+        self.config = config
+        self.upstream = config.upstream.rstrip("/")
+        self.on_line = on_line
+        self.stats = Stats()
+        self.writer = RecordWriter(config.record_dir) if config.record_dir else None
+        self.conversations = (
+            Conversations(
+                config.strategy,
+                budget_tokens=config.budget_tokens,
+                context_window=config.context_window,
+            )
+            if config.strategy is not None
+            else None
+        )
+        self.client: httpx.AsyncClient | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/stats", self.stats_endpoint, methods=["GET"]),
+                Route("/{path:path}", self.forward, methods=_METHODS),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    def _lifespan(self, app: Starlette) -> Any:
+        proxy = self
+
+        class _Life:
+            async def __aenter__(self) -> None:
+                timeout = httpx.Timeout(
+                    proxy.config.timeout_s, connect=proxy.config.connect_timeout_s
+                )
+                limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+                proxy.client = httpx.AsyncClient(timeout=timeout, limits=limits)
+
+            async def __aexit__(self, *exc: object) -> None:
+                if proxy.client is not None:
+                    await proxy.client.aclose()
+
+        return _Life()
+
+    async def stats_endpoint(self, request: Request) -> Response:
+        return JSONResponse(self.stats.to_json())
+
+    # -- forwarding --------------------------------------------------------------------------
+
+    async def forward(self, request: Request) -> Response:
+        raw = await request.body()
+        path = request.url.path
+        api = api_of(request.method, path)
+        body: Any = _json(raw)
+        key = (
+            conversation_key(api, request.headers, body)
+            if api and isinstance(body, dict)
+            else "other"
+        )
+        exchange = Exchange(
+            api=api,
+            method=request.method,
+            path=path + (f"?{request.url.query}" if request.url.query else ""),
+            conversation=key,
+            request_headers=redacted(request.headers.items()),
+            request=body if body is not None else raw.decode("utf-8", errors="replace"),
+            streamed=isinstance(body, dict) and stream_requested(body),
+        )
+        content = self._edited(exchange, api, body, raw)
+        drop = _DROP_REQUEST | _named_in_connection(request.headers.get("connection", ""))
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in drop]
+        assert self.client is not None, "the proxy is not started (lifespan)"
+        upstream = self.client.build_request(
+            request.method, self.upstream + exchange.path, headers=headers, content=content
+        )
+        try:
+            answer = await self.client.send(upstream, stream=True)
+        except httpx.TimeoutException as exc:
+            return self._failed(exchange, 504, f"upstream timed out ({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return self._failed(
+                exchange, 502, f"upstream unreachable ({type(exc).__name__}: {exc})"
+            )
+        drop = _DROP_RESPONSE | _named_in_connection(answer.headers.get("connection", ""))
+        out_headers = {k: v for k, v in answer.headers.items() if k.lower() not in drop}
+        if exchange.edit is not None:
+            summary = exchange.edit.summary()
+            out_headers[EDIT_HEADER] = (
+                ("dry-run: would " + summary) if exchange.dry_run else summary
+            )
+        exchange.headers_arrived(answer.status_code, redacted(answer.headers.items()))
+        exchange.streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        if exchange.streamed:
+            return StreamingResponse(
+                self._stream(exchange, answer), status_code=answer.status_code, headers=out_headers
+            )
+        try:
+            data = await answer.aread()
+        except httpx.HTTPError as exc:
+            return self._failed(exchange, 502, f"upstream body failed ({type(exc).__name__})")
+        finally:
+            await answer.aclose()
+        exchange.chunks.append(data)
+        self._finish(exchange)
+        return Response(data, status_code=answer.status_code, headers=out_headers)
+
+    def _edited(self, exchange: Exchange, api: Api | None, body: Any, raw: bytes) -> bytes:
+        """The bytes to forward: the body the strategy made, or the original ones."""
+        exchange.forwarded = exchange.request
+        if self.conversations is None or api not in MODEL_APIS or not isinstance(body, dict):
+            return raw
+        assert api is not None
+        exchange.dry_run = self.config.dry_run
+        if api == "openai-responses" and body.get("previous_response_id"):
+            exchange.edit_error = "not edited: previous_response_id keeps the history upstream"
+            return raw
+        try:
+            conversation = parse_request(api, body)
+            view, edit, lane = self.conversations.apply(exchange.conversation, api, conversation)
+            edited = write_request(api, view)
+        except (ContextkitError, ValueError, TypeError, KeyError) as exc:
+            exchange.edit_error = f"not edited: {type(exc).__name__}: {exc}"
+            return raw
+        exchange.edit, exchange.lane = edit, lane
+        if self.config.dry_run:
+            exchange.would_forward = edited
+            return raw
+        if edited == body:
+            return raw
+        exchange.forwarded = edited
+        return json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    async def _stream(self, exchange: Exchange, answer: httpx.Response) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in answer.aiter_bytes():
+                exchange.chunks.append(chunk)
+                yield chunk
+        except httpx.HTTPError as exc:
+            exchange.error = f"upstream stream broke ({type(exc).__name__})"
+            assert exchange.api is not None
+            yield error_event(exchange.api, f"contextkit proxy: {exchange.error}")
+        except BaseException:
+            exchange.client_gone = True  # cancelled: the client disconnected
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await answer.aclose()
+            self._finish(exchange)
+
+    def _failed(self, exchange: Exchange, status: int, message: str) -> Response:
+        exchange.error, exchange.status = message, status
+        self._finish(exchange)
+        return JSONResponse(error_body(exchange.api or "anthropic", status, message), status)
+
+    def _finish(self, exchange: Exchange) -> None:
+        line = exchange.finish(self.writer, self.stats, self.conversations)
+        if line is not None and self.on_line is not None:
+            self.on_line(line)
+
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _named_in_connection(value: str) -> frozenset[str]:
+    """Headers a ``Connection`` header names are hop-by-hop too (RFC 9110, 7.6.1)."""
+    return frozenset(name.strip().lower() for name in value.split(",") if name.strip())
+
+
+def _json(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+__all__ = ["EDIT_HEADER", "HOP_BY_HOP", "Proxy", "ProxyConfig"]

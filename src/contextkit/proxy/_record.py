@@ -1,0 +1,72 @@
+"""The proxy's record: one JSON line per exchange, one file per conversation, credentials never
+written.
+
+``DIR/<conversation>.jsonl`` (mode 0600, appended one whole line per write under a lock, so
+concurrent exchanges never interleave) holds, per exchange: ``contextkit_proxy`` (the record
+version), ``id``, ``conversation``, ``api``, ``method``, ``path``, ``started_at`` (epoch seconds),
+``ttfb_ms`` / ``duration_ms``, ``status``, ``complete`` (False: the stream or the body stopped
+short, the upstream failed or timed out, or the client went away; ``error`` says which),
+``streamed``, ``events``, ``request_headers`` / ``response_headers`` (credentials removed),
+``request`` (the body as received), ``forwarded`` (the body as sent upstream; null when it is the
+body as received, byte for byte), ``would_forward``
+(with ``--dry-run``: what the strategy would have sent), ``response`` (the JSON body, or the
+stream reassembled into it), ``usage`` (contextkit's :class:`Usage` fields), ``cost_usd`` and
+``edit`` (what the strategy did). :mod:`contextkit.formats.proxy_record` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+RECORD_VERSION = 1
+SECRET_HEADERS = frozenset(
+    {
+        "x-api-key",
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "anthropic-admin-api-key",
+        "openai-api-key",
+        "api-key",
+        "x-goog-api-key",
+    }
+)
+
+
+def redacted(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The headers, names lower-cased, without any credential."""
+    return {k.lower(): v for k, v in headers if k.lower() not in SECRET_HEADERS}
+
+
+class RecordWriter:
+    """Appends exchange records to ``DIR/<conversation>.jsonl`` (thread-safe, files 0600)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self.written = 0
+
+    def path_for(self, conversation: str) -> Path:
+        return self.folder / f"{conversation}.jsonl"
+
+    def write(self, record: Mapping[str, Any]) -> Path:
+        path = self.path_for(str(record["conversation"]))
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+            self.written += 1
+        return path
+
+
+__all__ = ["RECORD_VERSION", "SECRET_HEADERS", "RecordWriter", "redacted"]

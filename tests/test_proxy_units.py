@@ -1,0 +1,111 @@
+"""The proxy's pieces on their own: conversation keys, redaction, stream reassembly, the record
+reader on bad input, the command's errors, and ``contextkit --help`` without the extra loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from contextkit.cli import app
+from contextkit.errors import FormatError
+from contextkit.formats import load
+from contextkit.formats.sse import stream_events, to_sse
+from contextkit.proxy import assemble, conversation_key, redacted
+from contextkit.formats.openai_sse import chat_chunks
+
+HI = {"role": "user", "content": "hi"}
+BODY: dict[str, Any] = {"model": "m", "max_tokens": 1, "messages": [HI]}
+
+
+def test_conversation_key_sources() -> None:
+    header = {"x-claude-code-session-id": "abc-123"}
+    assert conversation_key("anthropic", header, BODY) == "session-abc-123"
+    as_json = {**BODY, "metadata": {"user_id": json.dumps({"session_id": "s-9", "device": "d"})}}
+    assert conversation_key("anthropic", {}, as_json) == "session-s-9"
+    old = {**BODY, "metadata": {"user_id": "user_x_account_y_session_77aa-bb"}}
+    assert conversation_key("anthropic", {}, old) == "session-77aa-bb"
+    keyed = {**BODY, "prompt_cache_key": "team/42", "user": "u"}
+    assert conversation_key("openai-chat", {}, keyed).startswith("prompt-cache-key-team_42-")
+    assert conversation_key("openai-chat", {}, {**BODY, "user": "u1"}) == "user-u1"
+    # Else the first user message: the same opening, the same conversation, however it goes on.
+    longer = {**BODY, "messages": [HI, {"role": "assistant", "content": "yo"}]}
+    first = conversation_key("anthropic", {}, BODY)
+    assert first.startswith("prefix-")
+    assert conversation_key("anthropic", {}, longer) == first
+    other = {**BODY, "messages": [{"role": "user", "content": "other"}]}
+    assert conversation_key("anthropic", {}, other) != first
+
+
+def test_credentials_are_never_kept() -> None:
+    headers = [("X-Api-Key", "k"), ("Authorization", "Bearer k"), ("Cookie", "c"), ("A", "b")]
+    assert redacted(headers) == {"a": "b"}
+
+
+def test_streams_reassemble_and_cuts_are_incomplete() -> None:
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "hello there"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+    text = to_sse(stream_events(message))
+    whole = assemble("anthropic", text, streamed=True)
+    assert whole.complete
+    assert whole.body == message
+    cut = assemble("anthropic", text[: len(text) // 2], streamed=True)
+    assert not cut.complete
+    completion = {
+        "id": "c",
+        "created": 1,
+        "model": "m",
+        "choices": [{"message": {"content": "hi there"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 2},
+    }
+    chunks = "".join(f"data: {json.dumps(c)}\n\n" for c in chat_chunks(completion, include_usage=True))
+    chat = assemble("openai-chat", chunks + "data: [DONE]\n\n", streamed=True)
+    assert chat.complete
+    assert chat.body is not None
+    assert chat.body["choices"][0]["message"]["content"] == "hi there"
+    assert chat.body["usage"] == completion["usage"]
+    assert not assemble("openai-chat", chunks, streamed=True).complete  # no [DONE]
+
+
+def test_a_bad_record_line_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    good = {"contextkit_proxy": 1, "api": "anthropic", "request": BODY, "forwarded": None}
+    good |= {"status": 200, "complete": True, "response": {"content": [], "role": "assistant"}}
+    bad = {**good, "forwarded": "not a body"}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(FormatError) as raised:
+        load(path)
+    assert raised.value.line == 2
+    lenient = load(path, lenient=True)
+    assert len(lenient.sessions[0].calls) == 1
+    assert [s.line for s in lenient.skipped] == [2]
+
+
+def test_the_command_refuses_bad_options() -> None:
+    runner = CliRunner()
+    done = runner.invoke(app, ["proxy", "--upstream", "localhost:1"])
+    assert done.exit_code != 0
+    assert "give a URL" in str(done.exception)
+    done = runner.invoke(app, ["proxy", "--upstream", "http://x", "--dry-run"])
+    assert "--dry-run needs --strategy" in str(done.exception)
+
+
+def test_help_does_not_load_the_server_stack() -> None:
+    code = (
+        "import sys\nfrom contextkit.cli import app\n"
+        "assert not {'starlette', 'uvicorn'} & set(sys.modules), 'loaded at import'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
