@@ -531,9 +531,12 @@ def test_a_resumed_session_rewrites_the_system_prompt(tmp_path: Path) -> None:
             "uuid": "p1",
             "parentUuid": "a3",
             "timestamp": "2026-01-01T00:12:00.000Z",
-            "data": {"type": "hook_progress", "hookEvent": "SessionStart",
-                     "hookName": "SessionStart:resume"},
-        },  # fmt: skip
+            "data": {
+                "type": "hook_progress",
+                "hookEvent": "SessionStart",
+                "hookName": "SessionStart:resume",
+            },
+        },
         _user("u4", "p1", "and now?"),
         _assistant("a4", "u4", "r4", {"type": "text", "text": "now this"}),
         _user("u5", "a4", "more"),

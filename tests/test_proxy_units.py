@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from contextkit.cli import app
 from contextkit.errors import FormatError
 from contextkit.formats import load
+from contextkit.formats.openai_sse import chat_chunks
 from contextkit.formats.sse import stream_events, to_sse
 from contextkit.proxy import assemble, conversation_key, redacted
-from contextkit.formats.openai_sse import chat_chunks
 
 HI = {"role": "user", "content": "hi"}
 BODY: dict[str, Any] = {"model": "m", "max_tokens": 1, "messages": [HI]}
@@ -71,7 +71,9 @@ def test_streams_reassemble_and_cuts_are_incomplete() -> None:
         "choices": [{"message": {"content": "hi there"}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 4, "completion_tokens": 2},
     }
-    chunks = "".join(f"data: {json.dumps(c)}\n\n" for c in chat_chunks(completion, include_usage=True))
+    chunks = "".join(
+        f"data: {json.dumps(c)}\n\n" for c in chat_chunks(completion, include_usage=True)
+    )
     chat = assemble("openai-chat", chunks + "data: [DONE]\n\n", streamed=True)
     assert chat.complete
     assert chat.body is not None

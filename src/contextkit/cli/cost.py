@@ -35,6 +35,7 @@ import typer
 from contextkit.cli import _tables as t
 from contextkit.cli._app import STRATEGY_HELP, FormatOption, app, console, console_error, print_json
 from contextkit.cli._paths import select_paths
+from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
@@ -45,7 +46,6 @@ from contextkit.cli.fleet import (
     check_fleet_options,
     run_fleet_command,
 )
-from contextkit.cli._tables import WideOption
 from contextkit.errors import ConfigError, ContextkitError
 
 if TYPE_CHECKING:

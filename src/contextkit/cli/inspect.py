@@ -23,6 +23,7 @@ import typer
 from contextkit.cli import _tables as t
 from contextkit.cli._app import FormatOption, app, console, err_console, print_json
 from contextkit.cli._paths import print_skipped, select_paths
+from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
@@ -33,7 +34,6 @@ from contextkit.cli.fleet import (
     check_fleet_options,
     run_fleet_command,
 )
-from contextkit.cli._tables import WideOption
 
 if TYPE_CHECKING:
     from rich.table import Table
