@@ -137,6 +137,24 @@ def test_unknown_encoding_warns_once_and_falls_back() -> None:
         assert isinstance(get_counter("no_such_encoding"), ApproxCounter)  # no second warning
 
 
+def test_an_encoding_that_cannot_load_is_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline, each try is a failed download: a folder of sessions must not pay it per session."""
+    import tiktoken  # noqa: PLC0415
+
+    tries: list[str] = []
+
+    def failing(name: str) -> None:
+        tries.append(name)
+        raise OSError("no network")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", failing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counters = [get_counter("tried_once_encoding") for _ in range(5)]
+    assert all(isinstance(c, ApproxCounter) for c in counters)
+    assert tries == ["tried_once_encoding"]
+
+
 FALLBACK_SCRIPT = """
 import json, warnings
 warnings.simplefilter("always")

@@ -60,17 +60,26 @@ class TokenizerUnavailableWarning(UserWarning):
     """Counts fall back to the approximate counter because an encoding could not be loaded."""
 
 
+_failed_encodings: dict[str, str] = {}
+"""Encodings that could not be loaded, and why: tried once per process (a download that fails
+offline costs about 120 ms, and a folder of sessions would pay it for every session)."""
+
+
 @cache
 def _encoding(name: str) -> Any:
     """The tiktoken encoding, loaded once per process (the expensive part of a counter)."""
+    if name in _failed_encodings:
+        raise TokenizerUnavailable(_failed_encodings[name])
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # tiktoken raises network, IO and value errors alike
-        raise TokenizerUnavailable(
+        reason = (
             f"cannot load tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
             "Without network access, point TIKTOKEN_CACHE_DIR at a folder holding tiktoken's "
             "cached BPE files."
-        ) from None
+        )
+        _failed_encodings[name] = reason
+        raise TokenizerUnavailable(reason) from None
 
 
 class TiktokenCounter(MemoCounter):
