@@ -10,16 +10,20 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.types import Message as AnthropicMessage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.responses import Response
 from pydantic import ValidationError
 
 from contextkit.engine import ContextEngine, InputError, ResponseError
 from contextkit.errors import ContextkitError
-from contextkit.messages import Message, ToolResultBlock, to_payload
+from contextkit.formats.convert import to_format
+from contextkit.messages import Conversation, Message, ToolResultBlock, to_payload
 from contextkit.strategies import EvictToolResults
 from contextkit.testing import FixedCounter
 from contextkit.testing.fake_anthropic import FakeAnthropic, tool_loop_replies
+from contextkit.testing.strategies import valid_conversations
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 USE: Any = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.py"}}
@@ -289,3 +293,18 @@ def test_the_readme_engine_example_runs(monkeypatch: pytest.MonkeyPatch) -> None
     assert [r.body for r in server.requests] == [
         c.request and to_payload(c.request) for c in engine.calls
     ]
+
+
+# -- property: what goes in as a provider's dicts comes out as them -------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_conversations(max_turns=3), st.sampled_from(["anthropic", "openai-chat"]))
+def test_provider_dicts_round_trip_through_the_engine(conversation: Conversation, api: Any) -> None:
+    body, _ = to_format(conversation.model_copy(update={"tools": ()}), api)
+    engine = ContextEngine(api=api, counter=FixedCounter(), cache_breakpoints=False)
+    if api == "anthropic" and "system" in body:
+        engine.configure(system=body["system"])
+    engine.add(*body["messages"])
+    assert engine.prepare().body()["messages"] == body["messages"]
+    assert len(engine.tape) <= len(body["messages"])

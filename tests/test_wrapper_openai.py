@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from agent_loop_helper import BUDGET_TOKENS, WINDOW_TOKENS, engine_options, strategy, tool_output
+from contextkit.engine import ContextEngine, request_body
 from contextkit.engine.openai import WrappedOpenAI, wrap
 from contextkit.errors import ContextkitError
 from contextkit.formats.openai_chat import parse_chat_request
@@ -309,3 +310,40 @@ def test_fake_rejects_what_openai_rejects() -> None:
         with pytest.raises(openai.BadRequestError):
             sdk.responses.create(model=MODEL, input=[TASK, *dangling, TASK])
     assert len(server.rejections) == 3
+
+
+def test_a_resumed_engine_continues_the_same_chat_without_a_reset(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "chat.ckpt"
+    with _server(tool_loop_replies(3)) as server:
+        client = _client(server, checkpoint_path=checkpoint)
+        messages: list[Any] = [SYSTEM, TASK]
+        for step in range(2):
+            response = client.chat.completions.create(
+                model=MODEL, messages=messages, tools=CHAT_TOOLS
+            )
+            message = response.choices[0].message
+            messages += [message, *_results(message.tool_calls or [], step)]
+        client.close()
+        engine, receipts = ContextEngine.resume(
+            checkpoint, strategy(), api="openai-chat", **engine_options()
+        )
+        assert [r.action for r in receipts] == ["inserted"]  # the unanswered call, as after a kill
+        # The harness continues from the engine's tape (its own list died with the process).
+        tape = request_body(engine.view.with_messages(engine.tape), "openai-chat")["messages"]
+        messages = [SYSTEM, *tape[1:]]
+        assert messages[-1]["role"] == "tool"
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        resumed = wrap(sdk, engine=engine)
+        for step in range(2, 4):
+            response = resumed.chat.completions.create(
+                model=MODEL, messages=messages, tools=CHAT_TOOLS
+            )
+            message = response.choices[0].message
+            messages += [message, *_results(message.tool_calls or [], step)]
+        resumed.close()
+    assert response.choices[0].finish_reason == "stop"
+    assert len(engine.calls) == 4
+    assert not any(r.action == "reset" for r in engine.receipts)
+    assert server.rejections == ()
+    with pytest.raises(ContextkitError, match="anthropic API"):
+        wrap(sdk, engine=ContextEngine())

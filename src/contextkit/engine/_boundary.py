@@ -49,14 +49,18 @@ class ResponseError(ContextkitError):
     """A response given to ``record`` cannot be read; the prepared request is kept."""
 
 
-def plain(value: Any) -> Any:
-    """SDK objects to plain JSON values (None fields dropped, as the API omits them)."""
+def plain(value: Any, *, keep_none: bool = False) -> Any:
+    """SDK objects to plain JSON values (their None fields dropped, as the API omits them); in
+    plain dicts None is dropped too unless ``keep_none`` (OpenAI's ``"content": null`` is part
+    of a message as written)."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
     if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items() if v is not None}
+        return {
+            k: plain(v, keep_none=keep_none) for k, v in value.items() if keep_none or v is not None
+        }
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [plain(v, keep_none=keep_none) for v in value]
     return value
 
 
@@ -106,13 +110,15 @@ def _runs(items: Sequence[object]) -> Iterator[tuple[int, Api | None, list[Any]]
         if isinstance(item, Message):
             value, kind = item, None
         else:
-            value = plain(item)
+            value = plain(item, keep_none=True)
             if not isinstance(value, Mapping):
                 raise InputError(
                     f"item {i}: {type(item).__name__!r} is not a message (give a contextkit "
                     "Message, an Anthropic or OpenAI message dict, or an SDK message object)"
                 )
             kind = dialect(value)
+            if kind == "anthropic":
+                value = plain(value)  # a None field of a dumped SDK block: not on the wire
         if run and (kind != form or kind is None or kind == "anthropic"):
             yield start, form, run
             run = []
