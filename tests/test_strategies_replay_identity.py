@@ -60,8 +60,8 @@ CASES: dict[str, tuple[Callable[[], Strategy], int, str, int, int]] = {
     "evict-tool-results": (_spec("evict-tool-results"), 60_000, "d10b476b61e540e4", 4, 91),
     "sliding-window": (_spec("sliding-window"), 60_000, "eee4e767c0623dc7", 4, 4),
     "sliding-window@30k": (_spec("sliding-window"), 30_000, "35cd5e5bc4ab1947", 57, 60),
-    "summary": (_spec("summary"), 60_000, "b68afa11b60bcf68", 2, 2),
-    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "85a6414c54c16351", 4, 62),
+    "summary": (_spec("summary"), 60_000, "35f8c7261266b7f3", 2, 2),
+    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "4a9d7ee4d9cb2495", 4, 62),
     "evict-clear-inputs": (
         _spec("evict-tool-results:keep_last=null,clear_inputs=true"),
         60_000,

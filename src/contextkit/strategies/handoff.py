@@ -310,8 +310,18 @@ def _open_todos(data: Mapping[str, Any]) -> list[str]:
     return out
 
 
+_PROSE = re.compile(r"[A-Za-z\"'`]")
+_BULLET = re.compile(r"^(?:[-*]\s+|\d+[.)]\s+)")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    """The prose sentences of ``text``: list bullets stripped; headings, code and diff lines out."""
+    out = []
+    for part in re.split(r"(?<=[.!?])\s+|\n+", text):
+        sentence = _BULLET.sub("", part.strip()).strip("* ")
+        if sentence and _PROSE.match(sentence) and len(sentence) < 400:
+            out.append(sentence)
+    return out
 
 
 class ExtractiveSummariser(BaseModel):

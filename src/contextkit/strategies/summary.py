@@ -12,7 +12,13 @@ Contract of :class:`ReplaceWithSummary`:
 - The pinned task is the leading blocks of the first message before any earlier summary block, so
   repeated summaries neither duplicate the task nor nest summaries: an earlier summary is part of
   the span summarised next time (the extractive summariser merges its entries).
-- The summariser's own usage and model go on the receipt, to be billed apart from the view.
+- With ``keep_last_rounds`` and a latest turn of more tool rounds than that, the cut is inside the
+  turn, at a round boundary (:func:`in_turn`): the view opens with the latest request's message
+  holding ``(pinned task, summary, request)``, the request's blocks verbatim, then the last rounds
+  as sent (signed thinking included). Every kept tool_use keeps its result; roles alternate.
+- The summariser's own usage and model go on the receipt, to be billed apart from the view; a
+  summary that cost a model call and is discarded (not smaller) still leaves a receipt
+  (``summary_discarded``) carrying its usage.
 """
 
 from __future__ import annotations
