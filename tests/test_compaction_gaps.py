@@ -112,7 +112,9 @@ def test_a_resume_measures_the_hidden_system_prompt_again() -> None:
     for k in range(5):
         history.append(text(1200 if k == 0 else 100, f"q{k}"))
         hidden = 5000 if k < 3 else 3000
-        held = sum(len(m.blocks[0].text.split()) for m in history)  # type: ignore[union-attr]
+        held = sum(
+            len(b.text.split()) for m in history for b in m.blocks if isinstance(b, TextBlock)
+        )
         calls.append(
             Call(
                 request=Conversation(model="claude-sonnet-4-5", messages=tuple(history)),
