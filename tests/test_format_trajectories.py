@@ -414,7 +414,7 @@ def test_gemini_jsonl_updates_and_rewind(tmp_path: Path) -> None:
     )
     assert second.response is not None
     assert second.response.blocks == (TextBlock(text="fine"),)
-    assert dict(session.set_aside) == {"info": 1}
+    assert dict(session.set_aside) == {"info": 1, "rewound message": 2}  # u2 and g2
 
 
 def test_gemini_jsonl_bad_line_lenient(tmp_path: Path) -> None:

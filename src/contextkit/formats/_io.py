@@ -182,7 +182,7 @@ def head_objects(path: Path, limit: int = SNIFF_RECORDS) -> list[object]:
                     out.append(json.loads(raw.decode("utf-8")))
                     if len(out) >= limit:
                         break
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         pass
     return out
 

@@ -41,7 +41,6 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contextkit._gc import no_cycle_collection
-from contextkit.formats._io import Skips
+from contextkit.formats._io import Skips, head_objects
 from contextkit.formats.claude_code_calls import (
     Index,
     MessageMemo,
@@ -98,14 +97,17 @@ class ClaudeCodeReader:
     name = FORMAT
 
     def sniff(self, path: Path, head: str) -> bool:
-        """True when one of the first records looks like a Claude Code record."""
-        for line in head.split("\n")[:20]:
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        """True when most of the first records look like Claude Code records: one such line
+        among the records of another format does not make the file a transcript."""
+        looks = others = 0
+        # Whole lines, past the head: another format's records may be longer than the head.
+        for value in head_objects(path, limit=20):
             if isinstance(value, dict) and _looks_like_record(value):
-                return True
+                looks += 1
+            elif isinstance(value, dict):
+                others += 1
+        if looks or others:
+            return looks > others
         # The first line may be longer than the head (a large snapshot): match its opening.
         start = head.lstrip()[:200]
         return _SNAPSHOT_START.match(start) is not None or (
@@ -135,7 +137,8 @@ def load_claude_code(path: str | Path, *, lenient: bool = False) -> LoadedFile:
 
 
 def _looks_like_record(value: dict[str, Any]) -> bool:
-    return value.get("type") in _SNIFF_TYPES and not _SNIFF_KEYS.isdisjoint(value)
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in _SNIFF_TYPES and not _SNIFF_KEYS.isdisjoint(value)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -80,11 +80,12 @@ class GeminiCliReader:
 
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
         skips = Skips(path, lenient)
+        rewound: Counter[str] = Counter()
         if first_json_object(read_head(path)) is not None:
-            metadata, located = _read_jsonl(path, skips)
+            metadata, located = _read_jsonl(path, skips, rewound)
         else:
             metadata, located = _read_json(path)
-        session = _session(path, metadata, located, skips)
+        session = _session(path, metadata, located, skips, rewound)
         return LoadedFile(
             path=str(path), format=NAME, sessions=(session,), skipped=tuple(skips.records)
         )
@@ -94,7 +95,9 @@ def _read_json(path: Path) -> tuple[Mapping[str, Any], list[Located]]:
     doc = load_doc(path)
     if not isinstance(doc.value, dict) or not isinstance(doc.value.get("sessionId"), str):
         raise FormatError(path, "expected a Gemini CLI conversation object (with sessionId)", 1)
-    messages = doc.value.get("messages", [])
+    if "messages" not in doc.value:
+        raise FormatError(path, "a Gemini CLI conversation needs a 'messages' list", 1)
+    messages = doc.value["messages"]
     if not isinstance(messages, list):
         raise FormatError(path, "'messages' must be a list", doc.line_of("messages"))
     lines = doc.element_lines("messages")
@@ -102,20 +105,25 @@ def _read_json(path: Path) -> tuple[Mapping[str, Any], list[Located]]:
     return doc.value, located
 
 
-def _read_jsonl(path: Path, skips: Skips) -> tuple[Mapping[str, Any], list[Located]]:
+def _read_jsonl(
+    path: Path, skips: Skips, rewound: Counter[str]
+) -> tuple[Mapping[str, Any], list[Located]]:
     metadata: dict[str, Any] = {}
     records: dict[str, Located] = {}
     for line, record in iter_jsonl(path, skips):
         if isinstance(record.get("$rewindTo"), str):
-            _rewind(records, record["$rewindTo"])
+            if record["$rewindTo"] not in records:
+                skips.fail("$rewindTo names a message id no earlier line holds", line)
+                continue
+            rewound["rewound message"] += _rewind(records, record["$rewindTo"])
         elif isinstance(record.get("$set"), Mapping):
-            _apply_set(metadata, records, record["$set"], line)
+            _apply_or_skip(metadata, records, record["$set"], line, skips)
         elif isinstance(record.get("id"), str):
             records[record["id"]] = (line, record)  # an update keeps the record's place
         elif isinstance(record.get("sessionId"), str) and isinstance(
             record.get("projectHash"), str
         ):
-            _apply_set(metadata, records, record, line)
+            _apply_or_skip(metadata, records, record, line, skips)
         else:
             skips.fail("neither a message record, metadata, $set nor $rewindTo", line)
     if not isinstance(metadata.get("sessionId"), str):
@@ -123,18 +131,39 @@ def _read_jsonl(path: Path, skips: Skips) -> tuple[Mapping[str, Any], list[Locat
     return metadata, list(records.values())
 
 
-def _rewind(records: dict[str, Located], message_id: str) -> None:
+def _rewind(records: dict[str, Located], message_id: str) -> int:
+    """Drop ``message_id`` and every message after it (the user rewound); how many went."""
     ids = list(records)
-    keep = ids[: ids.index(message_id)] if message_id in records else []
+    keep = ids[: ids.index(message_id)]
     for gone in ids[len(keep) :]:
         del records[gone]
+    return len(ids) - len(keep)
+
+
+class _BadLine(Exception):
+    """A metadata line with a wrong type (internal; becomes a skip or an error)."""
+
+
+def _apply_or_skip(
+    metadata: dict[str, Any],
+    records: dict[str, Located],
+    update: Mapping[str, Any],
+    line: int,
+    skips: Skips,
+) -> None:
+    try:
+        _apply_set(metadata, records, update, line)
+    except _BadLine as exc:
+        skips.fail(str(exc), line)
 
 
 def _apply_set(
     metadata: dict[str, Any], records: dict[str, Located], update: Mapping[str, Any], line: int
 ) -> None:
-    metadata.update({k: v for k, v in update.items() if k != "messages"})
     messages = update.get("messages")
+    if messages is not None and not isinstance(messages, list):
+        raise _BadLine("'messages' must be a list")
+    metadata.update({k: v for k, v in update.items() if k != "messages"})
     if isinstance(messages, list):  # a full replacement, as updateMessagesFromHistory writes it
         records.clear()
         for position, message in enumerate(messages):
@@ -158,12 +187,16 @@ def _check(message: object) -> str | None:
 
 
 def _session(
-    path: Path, metadata: Mapping[str, Any], located: list[Located], skips: Skips
+    path: Path,
+    metadata: Mapping[str, Any],
+    located: list[Located],
+    skips: Skips,
+    rewound: Counter[str],
 ) -> Session:
     messages: list[Message] = []
     turn = UserTurn()
     replies: list[Reply] = []
-    set_aside: Counter[str] = Counter()
+    set_aside: Counter[str] = Counter(rewound)  # messages a rewind took out of the conversation
     for index, (line, record) in enumerate(located):
         problem = _check(record)
         if problem is not None:
