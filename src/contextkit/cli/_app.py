@@ -25,6 +25,7 @@ PRESET_NAMES = (
     "none",
     "sliding-window",
     "evict-tool-results",
+    "evict-tool-results-and-edits",
     "summary",
     "evict-then-summary",
     "anthropic-clear-tool-uses",
