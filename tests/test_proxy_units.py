@@ -119,3 +119,20 @@ def test_help_does_not_load_the_server_stack() -> None:
     )
     lazy = {n.module for n in ast.walk(function) if isinstance(n, ast.ImportFrom)}
     assert "contextkit.proxy" in lazy
+
+
+def test_conversations_are_bounded() -> None:
+    from contextkit.messages import parse_conversation  # noqa: PLC0415
+    from contextkit.proxy import Conversations  # noqa: PLC0415
+    from contextkit.proxy._conversations import MAX_CONVERSATIONS  # noqa: PLC0415
+    from contextkit.strategies import EvictToolResults  # noqa: PLC0415
+    from contextkit.testing import FixedCounter  # noqa: PLC0415
+
+    conversations = Conversations(EvictToolResults(keep_last=1), counter=FixedCounter())
+    request = parse_conversation(BODY)
+    for n in range(MAX_CONVERSATIONS + 5):
+        conversations.apply(f"c{n}", "anthropic", request)
+    forwarded, edit, _ = conversations.apply("c0", "anthropic", request)
+    assert edit.lane == MAX_CONVERSATIONS + 6  # c0 was dropped: a new lane
+    (message,) = forwarded.messages
+    assert [b.model_dump()["text"] for b in message.blocks] == ["hi"]
