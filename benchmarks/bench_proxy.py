@@ -34,6 +34,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from contextkit.formats.sse import stream_events, to_sse
+from contextkit.proxy import ProxyConfig, ProxyServer
 
 TARGET_RATIO = 25.0
 """A streamed call through the proxy may take at most this many times a direct one against an
@@ -83,30 +84,46 @@ def _free_port() -> int:
         return port
 
 
+def _benchmarking(request: pytest.FixtureRequest) -> bool:
+    options = request.config.option
+    return not (options.benchmark_disable and not options.benchmark_enable)
+
+
 @pytest.fixture(scope="module")
-def paths() -> Iterator[tuple[str, str, int]]:
-    """The upstream (a thread here) and the proxy: the command, in its own process (in a thread of
-    this one, every hand-over between client, proxy and upstream would wait for the GIL)."""
+def paths(request: pytest.FixtureRequest) -> Iterator[tuple[str, str, int]]:
+    """The upstream (a thread here), the proxy and the process it runs in. Timed (a benchmark run),
+    the proxy is the command in its own process: in a thread of this one, every hand-over between
+    client, proxy and upstream would wait for the GIL. In the normal suite, where these run once as
+    checks, a thread saves starting a process."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
-    port = _free_port()
     with tempfile.TemporaryDirectory() as folder:
-        command = [sys.executable, "-c", "from contextkit.cli import main; main()", "proxy"]
-        command += ["--upstream", upstream, "--port", str(port), "--record", folder]
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            _wait_for(base, child)
-            yield upstream, base, child.pid
-        finally:
-            child.terminate()
-            child.wait(timeout=15)
+        if _benchmarking(request):
+            yield from _proxy_process(upstream, folder)
+        else:
+            config = ProxyConfig(upstream=upstream, record_dir=Path(folder))
+            with ProxyServer(config, on_line=lambda line: None) as proxy:
+                yield upstream, proxy.base_url, os.getpid()
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+def _proxy_process(upstream: str, folder: str) -> Iterator[tuple[str, str, int]]:
+    port = _free_port()
+    command = [sys.executable, "-c", "from contextkit.cli import main; main()", "proxy"]
+    command += ["--upstream", upstream, "--port", str(port), "--record", folder]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(base, child)
+        yield upstream, base, child.pid
+    finally:
+        child.terminate()
+        child.wait(timeout=15)
 
 
 def _wait_for(base: str, child: subprocess.Popen[bytes]) -> None:
@@ -161,8 +178,7 @@ def _times(fn: Callable[[], None], n: int) -> list[float]:
 
 
 def test_proxy_overhead_ratio(request: pytest.FixtureRequest, paths: tuple[str, str, int]) -> None:
-    options = request.config.option
-    if options.benchmark_disable and not options.benchmark_enable:
+    if not _benchmarking(request):
         pytest.skip("timing ratio: run with --benchmark-enable")
     lines = []
     ratios: dict[str, float] = {}

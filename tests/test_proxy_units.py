@@ -3,9 +3,8 @@ reader on bad input, the command's errors, and ``contextkit --help`` without the
 
 from __future__ import annotations
 
+import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +105,36 @@ def test_the_command_refuses_bad_options() -> None:
 
 
 def test_help_does_not_load_the_server_stack() -> None:
-    code = (
-        "import sys\nfrom contextkit.cli import app\n"
-        "assert not {'starlette', 'uvicorn'} & set(sys.modules), 'loaded at import'"
+    """The command imports the proxy (starlette, uvicorn, httpx) inside the command only."""
+    import contextkit.cli.proxy as command  # noqa: PLC0415  (the module under test)
+
+    tree = ast.parse(Path(command.__file__).read_text())
+    top: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            top.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top.add(node.module)
+    assert not {m for m in top if m.startswith(("contextkit.proxy", "starlette", "uvicorn"))}
+    function = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "proxy_command"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    lazy = {n.module for n in ast.walk(function) if isinstance(n, ast.ImportFrom)}
+    assert "contextkit.proxy" in lazy
+
+
+def test_conversations_are_bounded() -> None:
+    from contextkit.messages import parse_conversation  # noqa: PLC0415
+    from contextkit.proxy import Conversations  # noqa: PLC0415
+    from contextkit.proxy._conversations import MAX_CONVERSATIONS  # noqa: PLC0415
+    from contextkit.strategies import EvictToolResults  # noqa: PLC0415
+    from contextkit.testing import FixedCounter  # noqa: PLC0415
+
+    conversations = Conversations(EvictToolResults(keep_last=1), counter=FixedCounter())
+    request = parse_conversation(BODY)
+    for n in range(MAX_CONVERSATIONS + 5):
+        conversations.apply(f"c{n}", "anthropic", request)
+    forwarded, edit, _ = conversations.apply("c0", "anthropic", request)
+    assert edit.lane == MAX_CONVERSATIONS + 6  # c0 was dropped: a new lane
+    (message,) = forwarded.messages
+    assert [b.model_dump()["text"] for b in message.blocks] == ["hi"]

@@ -40,6 +40,9 @@ from contextkit.tokens import TokenCounter, counter_for
 
 MAX_LANES = 16
 """Lanes kept per conversation (least recently used dropped first)."""
+MAX_CONVERSATIONS = 512
+"""Conversations kept in memory (least recently used dropped first: one that comes back starts
+its view again from the history it sends)."""
 _SESSION_SUFFIX = re.compile(r"_session_([0-9A-Za-z-]+)$")
 _SAFE = re.compile(r"[^0-9A-Za-z._-]+")
 
@@ -191,7 +194,10 @@ class Conversations:
         """The request to forward (the lane's view with its breakpoints), what changed, and the
         lane's id to hand back to :meth:`answered` with the response."""
         head, messages = _split(request)
-        lanes = self._lanes.setdefault(key, [])
+        lanes = self._lanes.pop(key, [])
+        self._lanes[key] = lanes  # most recently used last
+        while len(self._lanes) > MAX_CONVERSATIONS:
+            del self._lanes[next(iter(self._lanes))]
         fingerprints = [_fingerprint(m) for m in messages]
         lane = _extending(lanes, head, fingerprints)
         reset = False
@@ -283,4 +289,4 @@ def _edited(lanes: list[_Lane], head: str, fps: list[str]) -> _Lane | None:
     return None
 
 
-__all__ = ["MAX_LANES", "Conversations", "Edit", "conversation_key"]
+__all__ = ["MAX_CONVERSATIONS", "MAX_LANES", "Conversations", "Edit", "conversation_key"]
