@@ -254,10 +254,21 @@ def _cold(calls: Sequence[Call], ttl_s: float) -> np.ndarray:
     last_model: str | None = None
     for j, call in enumerate(calls):
         now, model = call.timestamp, call.model or call.request.model
-        gap = (now - last_time).total_seconds() if now and last_time else 0.0
+        gap = _gap_s(last_time, now)
         cold[j] = j == 0 or gap > ttl_s or model != last_model or call.cache_reset is not None
         last_time, last_model = now or last_time, model
     return cold
+
+
+def _gap_s(before: datetime | None, now: datetime | None) -> float:
+    """Seconds between two calls (0 when either time is unknown or they cannot be compared: a
+    file that mixes times with and without a zone)."""
+    if before is None or now is None:
+        return 0.0
+    try:
+        return (now - before).total_seconds()
+    except TypeError:
+        return 0.0
 
 
 def plan_oracle(

@@ -36,7 +36,8 @@ class FactWeights:
 
     def total(self, facts: Iterable[str]) -> float:
         df, n = self.df, self.sessions + 1
-        return sum(math.log(n / (df.get(f, 1) + 1)) for f in facts)
+        rare = math.log(n / 2)  # most facts of a session are its own: not in the table
+        return sum([rare if (d := df.get(f)) is None else math.log(n / (d + 1)) for f in facts])
 
 
 @cache

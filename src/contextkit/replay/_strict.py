@@ -25,8 +25,10 @@ failed (it might have read the file again, at a cost replay does not see).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
 
 from contextkit.messages import (
     Block,
@@ -34,7 +36,6 @@ from contextkit.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
-    ToolResultBlock,
     ToolUseBlock,
 )
 from contextkit.tokens import block_text
@@ -44,7 +45,9 @@ SPAN_MIN_CHARS = 30
 EDIT_KEYS = ("old_string", "old_str", "oldText")
 """Input keys that hold the text an edit replaces (Claude Code ``Edit``, Anthropic's
 ``str_replace`` tools, pi's ``edit``); a list under ``edits`` holds a ``MultiEdit``'s edits."""
-_GUTTER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
+_GUTTER = re.compile(r"\n[ \t]*\d+(?:→|\t)")
+"""A line-number gutter after a newline (a literal first: the engine skips ahead to each
+newline in C, where a multiline ``^`` is tried at every position)."""
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 
 
@@ -60,16 +63,30 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _tool_input_text(block: ToolUseBlock) -> str:
+    return "\n".join(_strings(block.input))
+
+
+def _reader(cls: type) -> Callable[[Any], str]:
+    if issubclass(cls, TextBlock):
+        return attrgetter("text")
+    if issubclass(cls, ThinkingBlock):
+        return attrgetter("thinking")
+    if issubclass(cls, ToolUseBlock):
+        return _tool_input_text
+    return block_text
+
+
+_READERS: dict[type, Callable[[Any], str]] = {}
+"""How each block class's quote text is read, worked out once per class (an ``isinstance``
+chain against pydantic models runs their metaclass check in Python, block after block)."""
+
+
 def _block_quote_text(block: Block) -> str:
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ThinkingBlock):
-        return block.thinking
-    if isinstance(block, ToolUseBlock):
-        return "\n".join(_strings(block.input))
-    if isinstance(block, ToolResultBlock):
-        return block_text(block)
-    return block_text(block)
+    read = _READERS.get(type(block))
+    if read is None:
+        read = _READERS[type(block)] = _reader(type(block))
+    return read(block)
 
 
 def quote_text(message: Message) -> str:
@@ -77,7 +94,13 @@ def quote_text(message: Message) -> str:
     inputs as their string values (not JSON, whose escapes would hide multi-line text)."""
     content = message.content
     text = content if isinstance(content, str) else "\n".join(map(_block_quote_text, content))
-    return _GUTTER.sub("", text) if ("→" in text or "\t" in text) else text
+    return _without_gutters(text)
+
+
+def _without_gutters(text: str) -> str:
+    if "→" not in text and "\t" not in text:
+        return text
+    return _GUTTER.sub("\n", "\n" + text)[1:]
 
 
 def span_lines(text: str) -> frozenset[str]:
@@ -154,7 +177,9 @@ class QuoteIndex:
     def lines(self, message: Message) -> frozenset[str]:
         hit = self._lines.get(id(message))
         if hit is None or hit[0] is not message:
-            found = span_lines(self.text(message)) & self.wanted if self.wanted else frozenset()
+            found: frozenset[str] = frozenset()
+            if self.wanted:  # every wanted line is a span line: no need to filter the rest
+                found = self.wanted.intersection(map(str.strip, self.text(message).splitlines()))
             hit = self._lines[id(message)] = (message, found)
         return hit[1]
 
@@ -169,7 +194,7 @@ class QuoteIndex:
         system = conversation.system
         hit = self._systems.get(id(system))
         if hit is None or hit[0] is not system:
-            text = _GUTTER.sub("", "\n".join(block_text(b) for b in conversation.system_blocks))
+            text = _without_gutters("\n".join(block_text(b) for b in conversation.system_blocks))
             hit = self._systems[id(system)] = (system, span_lines(text) & self.wanted, text)
         return hit[1], hit[2]
 
@@ -192,15 +217,17 @@ def score_quality(
     tape's and the view's messages hold (kept up to date by the caller as messages append)."""
     if response is None:
         return NOTHING
-    spans = span_lines(quote_text(response))
+    spans = index.lines(response)  # a response's span lines are all wanted
     edits = edit_strings(response)
     if not spans and not edits:
         return NOTHING
     same = view is tape or (view_lines is tape_lines and view.system is tape.system)
     tape_system = index.system(tape)[0]
-    needed = {s for s in spans if s in tape_lines or s in tape_system}
+    needed = spans & tape_lines
+    if tape_system and len(needed) < len(spans):
+        needed |= spans & tape_system
     view_system = tape_system if view.system is tape.system else index.system(view)[0]
-    lost = [] if same else sorted(s for s in needed if s not in view_lines and s not in view_system)
+    lost = [] if same else sorted(needed - view_lines - view_system)
     wanted = [e for e in edits if index.holds(e, tape)]
     infeasible = [] if same else [e for e in wanted if not index.holds(e, view)]
     examples = tuple(_short(t) for t in [*infeasible, *lost][:4])
