@@ -185,7 +185,7 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls, built.shared))
+    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls))
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -231,16 +231,16 @@ _RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
 module docstring); the first match wins."""
 
 
-def _with_cache_resets(calls: Sequence[Call], same: Sequence[int]) -> tuple[Call, ...]:
+def _with_cache_resets(calls: Sequence[Call]) -> tuple[Call, ...]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
-    messages; ``same[i]``: how many of them call ``i`` is known to hold as the same objects)."""
+    messages)."""
     out: list[Call] = []
     before: tuple[Message, ...] = ()
-    for call, known in zip(calls, same, strict=True):
+    for call in calls:
         messages = call.request.messages
         n = len(before)
-        shared = known >= n or extends(messages, before)
+        shared = extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
         out.append(call.model_copy(update={"cache_reset": reset}) if reset else call)
         before = messages
