@@ -192,8 +192,7 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    resets = _with_cache_resets(built.calls, built.shared, resumes)
-    calls, counted = count_placeholder_outputs(resets)
+    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls, resumes))
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -241,20 +240,19 @@ module docstring); the first match wins."""
 
 
 def _with_cache_resets(
-    calls: Sequence[Call], same: Sequence[int], resumes: Sequence[datetime] = ()
+    calls: Sequence[Call], resumes: Sequence[datetime] = ()
 ) -> tuple[Call, ...]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
-    messages; ``same[i]``: how many of them call ``i`` is known to hold as the same objects), and
-    ``"system"`` on the first call after each resume (a new process: its system prompt, with the
-    git status and environment of that moment, is built anew)."""
+    messages), and ``"system"`` on the first call after each resume (a new process: its system
+    prompt, with the git status and environment of that moment, is built anew)."""
     out: list[Call] = []
     before: tuple[Message, ...] = ()
     previous: datetime | None = None
-    for call, known in zip(calls, same, strict=True):
+    for call in calls:
         messages = call.request.messages
         n = len(before)
-        shared = known >= n or extends(messages, before)
+        shared = extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
         when = call.timestamp
         if out and _resumed_between(previous, when, resumes):

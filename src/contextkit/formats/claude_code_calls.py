@@ -86,9 +86,6 @@ class Built:
     calls: list[Call]
     compactions: list[int]
     notes: list[str]
-    shared: list[int] = field(default_factory=list)
-    """Per call, how many leading messages are the very objects of the previous request (0 for
-    a request built from scratch): lets a caller skip comparing the histories again."""
 
 
 MessageMemo = dict[tuple[Role, tuple[Rec, ...]], Message]
@@ -126,7 +123,6 @@ def build_calls(records: Sequence[Rec], index: Index, memo: MessageMemo) -> Buil
     prefix = _Request()
     for group in groups.values():
         prefix = _next_request(prefix, group[0], index, memo)
-        out.shared.append(prefix.kept)
         chain = prefix.chain
         boundary = chain[0] if chain and chain[0].kind == "boundary" else None
         if boundary is not None and boundary is not boundary_before:
@@ -277,8 +273,6 @@ class _Request:
     segments: list[tuple[Role, list[Rec]]] = field(default_factory=list)
     placed: set[str] = field(default_factory=set)
     messages: tuple[Message, ...] = ()
-    kept: int = 0
-    """How many of ``messages`` the previous request of this object held (the same objects)."""
 
 
 def _grow(
@@ -381,7 +375,6 @@ def _place(state: _Request, tail: list[Rec], first: Rec, index: Index, memo: Mes
             segments.append(("user", [rec]))
     fresh = tuple(_message(role, recs, memo) for role, recs in segments[keep:])
     state.messages = state.messages[:keep] + fresh
-    state.kept = keep
 
 
 def _response_blocks(rec: Rec, first: Rec, index: Index) -> tuple[Block, ...]:
