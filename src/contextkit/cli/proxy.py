@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from contextkit.cli._app import app, console
 from contextkit.errors import ContextkitError
@@ -73,6 +72,8 @@ def proxy_command(
         context_window=context_window,
         timeout_s=timeout_s,
     )
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
     mode = "" if chosen is None else f", strategy {strategy}" + (" (dry run)" if dry_run else "")
     console.print(
         f"contextkit proxy on http://{host}:{port} -> {escape(upstream)}{escape(mode)}"
@@ -85,4 +86,6 @@ def proxy_command(
 
 
 def _print_line(line: str) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
     console.print(escape(line), highlight=False, soft_wrap=True)

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from contextkit.cli._app import FormatOption, app, console, print_json
 from contextkit.cli._paths import print_skipped, select_paths
 from contextkit.errors import ConfigError
-from contextkit.estimate import WhatIfs
-from contextkit.report import DEFAULT_STRATEGIES, DEFAULT_WHAT_IFS, write_report
+
+if TYPE_CHECKING:
+    from contextkit.estimate import WhatIfs
 
 
 def _what_ifs(model: str | None, add_tools: int | None, system_tokens: int | None) -> WhatIfs:
+    from contextkit.estimate import WhatIfs  # noqa: PLC0415  (the library loads in the command)
+    from contextkit.report import DEFAULT_WHAT_IFS  # noqa: PLC0415
+
     if add_tools is not None and add_tools < 0:
         raise ConfigError(f"--add-tools must be 0 or more (got {add_tools})")
     return WhatIfs(
@@ -78,6 +82,8 @@ def report_command(
     format_name: FormatOption = None,
 ) -> None:
     """One self-contained HTML report: cost, cache, context per call, what-ifs, strategies."""
+    from contextkit.report import DEFAULT_STRATEGIES, write_report  # noqa: PLC0415
+
     start = time.perf_counter()
     what = _what_ifs(what_if_model, add_tools, system_tokens)
     selection = select_paths(paths, every)
