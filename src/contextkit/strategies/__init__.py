@@ -8,6 +8,7 @@ A strategy is ``strategy(view, facts) -> Compacted``. Built-ins are frozen confi
 :class:`CacheAwareGate`; configs load from TOML/JSON or inline specs (:func:`strategy_from_spec`).
 """
 
+from contextkit.strategies._structure import clear_message_memo
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
 from contextkit.strategies.compose import (
     AllOf,
@@ -82,6 +83,7 @@ __all__ = [
     "ToolResultsOver",
     "TurnsOver",
     "When",
+    "clear_message_memo",
     "dump_strategy",
     "load_strategy",
     "parse_strategy",
