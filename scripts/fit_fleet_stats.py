@@ -42,9 +42,7 @@ def _observe(session: Session, obs: dict[str, list[float]]) -> None:
     obs["calls_per_session"].append(len(calls))
     obs["calls_per_turn"].extend(len(t) for t in session.user_turns())
     times = [c.timestamp for c in calls if c.timestamp is not None]
-    obs["gap_s"].extend(
-        max((b - a).total_seconds(), 0.1) for a, b in itertools.pairwise(times)
-    )
+    obs["gap_s"].extend(max((b - a).total_seconds(), 0.1) for a, b in itertools.pairwise(times))
     history: list[Message] = list(calls[-1].request.messages)
     history += [calls[-1].response] if calls[-1].response is not None else []
     for message in history:
