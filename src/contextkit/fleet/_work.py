@@ -26,6 +26,7 @@ from contextkit.fleet._walk import FileTask
 from contextkit.formats import load
 from contextkit.replay import AS_RECORDED, Replay, run_strategy, with_default_model
 from contextkit.session import Session
+from contextkit.strategies import clear_message_memo
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,15 @@ class FileOutcome:
 
 def process_file(task: FileTask, config: FleetConfig, keys: Mapping[str, str]) -> FileOutcome:
     """Every session of ``task``'s file under every spec of ``keys`` (``spec -> strategy key``,
-    the specs still to compute for this file)."""
+    the specs still to compute for this file). The strategies' message memo is cleared after
+    each file: it would otherwise keep the messages of the last 200,000 alive in a worker."""
+    try:
+        return _process(task, config, keys)
+    finally:
+        clear_message_memo()
+
+
+def _process(task: FileTask, config: FleetConfig, keys: Mapping[str, str]) -> FileOutcome:
     if task.error is not None:
         return _failed(task, keys, "error", task.error)
     try:

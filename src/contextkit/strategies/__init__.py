@@ -10,6 +10,7 @@ A strategy is ``strategy(view, facts) -> Compacted``. Built-ins are frozen confi
 (:func:`strategy_from_spec`).
 """
 
+from contextkit.strategies._structure import clear_message_memo
 from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
 from contextkit.strategies.compose import (
     AllOf,
@@ -90,6 +91,7 @@ __all__ = [
     "TurnsOver",
     "ViewSummariser",
     "When",
+    "clear_message_memo",
     "dump_strategy",
     "load_strategy",
     "parse_strategy",

@@ -47,6 +47,13 @@ _MEMO: dict[int, tuple[Message, MessageInfo]] = {}
 _MEMO_LIMIT = 200_000
 
 
+def clear_message_memo() -> None:
+    """Forget the memo of :func:`info`. It keeps up to ``_MEMO_LIMIT`` messages alive: a process
+    that replays many independent sessions one after another (a fleet worker) calls this between
+    them, so what it holds is one session's messages, not the last 200,000."""
+    _MEMO.clear()
+
+
 def info(message: Message) -> MessageInfo:
     """Structural facts of ``message``, memoised by identity.
 
