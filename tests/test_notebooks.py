@@ -59,11 +59,12 @@ def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     patch.undo()
 
 
-def test_there_are_three_notebooks() -> None:
+def test_there_are_four_notebooks() -> None:
     assert [p.name for p in NOTEBOOKS] == [
         "01-array-is-the-state.ipynb",
         "02-strategies-compared.ipynb",
         "03-cost-per-ticket.ipynb",
+        "04-fleet-in-duckdb.ipynb",
     ]
 
 

@@ -10,7 +10,10 @@ earlier ones wrote, as a reader following along would):
   ``contextkit demo`` prints now.
 
 A block preceded by ``<!-- readme-test: skip (reason) -->`` is not run (network, or your own
-data); the reason is required and the skipped blocks are few (checked).
+data); the reason is required and the skipped blocks are few (checked). A block preceded by
+``<!-- readme-test: runs-in tests/FILE.py -->`` is run by that test file instead (it needs what
+the block leaves to the reader, such as the reader's own tools): the file must exist and read the
+README.
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ def test_every_readme_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     for block in blocks():
         where = f"README line {block.line}"
         if block.mark and block.mark.startswith("skip"):
+            continue
+        if block.mark and block.mark.startswith("runs-in "):
+            runner = ROOT / block.mark.removeprefix("runs-in ").strip()
+            assert runner.is_file(), f"{where}: {runner} does not exist"
+            assert "README" in runner.read_text(encoding="utf-8"), f"{where}: {runner}"
             continue
         if block.lang == "python":
             done = subprocess.run(

@@ -107,7 +107,7 @@ def run_fleet_command(
                 named,
                 config,
                 out,
-                engine=cast(Engine, engine),  # checked by the option's callback
+                engine=cast("Engine", engine),  # checked by the option's callback
                 jobs=jobs,
                 resume=resume,
                 on_file=advance,

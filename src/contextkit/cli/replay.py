@@ -180,7 +180,7 @@ def _print_replay(
     line = f"as-recorded, simulated: {t.money(simulated, wide)}"
     if parts and result.strategy not in (AS_RECORDED, "none"):
         line += f"; {result.strategy}: " + ", ".join(parts)
-    console.print(line, highlight=False, soft_wrap=True)
+    console.print(line, highlight=False)
     if result.recall.examples:
         lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
         console.print(f"lost (examples): {escape(lost)}", highlight=False)
@@ -335,7 +335,7 @@ def _print_compare(
         console.print(_detail_table(rows, base))
     from contextkit.replay import ASSUMPTION, BOUND_NOTE, RULE  # noqa: PLC0415
 
-    console.print(f"best = {RULE}", highlight=False, soft_wrap=True)
+    console.print(f"best = {RULE}", highlight=False)
     console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}. {BOUND_NOTE}.[/]")
     for err in errors:
         err_console.print(f"[red]could not read[/] {err['error']}", highlight=False)

@@ -239,9 +239,7 @@ _RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
 module docstring); the first match wins."""
 
 
-def _with_cache_resets(
-    calls: Sequence[Call], resumes: Sequence[datetime] = ()
-) -> tuple[Call, ...]:
+def _with_cache_resets(calls: Sequence[Call], resumes: Sequence[datetime] = ()) -> tuple[Call, ...]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
     messages), and ``"system"`` on the first call after each resume (a new process: its system

@@ -115,7 +115,8 @@ def edit_strings(response: Message) -> tuple[str, ...]:
         return ()
     found: list[str] = []
     for block in response.content:
-        if isinstance(block, ToolUseBlock):
+        # A free-text tool's input (Codex's apply_patch) is a string: no old_string field.
+        if isinstance(block, ToolUseBlock) and isinstance(block.input, Mapping):
             found.extend(_edit_strings(block.input))
     return tuple(found)
 
