@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.errors import ConfigError
-from contextkit.replay import AS_RECORDED
+from contextkit.replay import AS_RECORDED, ORACLE
 from contextkit.strategies.config import dump_strategy, strategy_from_spec
 
 SCHEMA_VERSION = 1
@@ -51,7 +51,9 @@ class FleetConfig(BaseModel):
         options = self.model_dump(exclude={"specs", "command"})
         keys: dict[str, str] = {}
         for spec in self.specs:
-            settings: object = AS_RECORDED if spec == AS_RECORDED else _settings(spec)
+            # as-recorded and the oracle are replay modes, not strategy configs: keyed by name
+            named = spec in (AS_RECORDED, ORACLE)
+            settings: object = spec if named else _settings(spec)
             text = json.dumps(
                 [SCHEMA_VERSION, settings, options], sort_keys=True, separators=(",", ":")
             )
