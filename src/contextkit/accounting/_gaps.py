@@ -71,17 +71,28 @@ def compaction_gaps(
 
 
 def with_gaps(
-    requests: Sequence[Conversation], gaps: Sequence[CompactionGap], counter: TokenCounter
+    requests: Sequence[Conversation],
+    gaps: Sequence[CompactionGap],
+    counter: TokenCounter,
+    *,
+    filled: Sequence[Message] | None = None,
 ) -> list[Conversation]:
-    """``requests`` with each gap's block after its summary, where the summary still leads."""
+    """``requests`` with each gap's block after its summary, where the summary still leads.
+    ``filled``: the summaries with their blocks (:func:`filled_summaries`), when already made
+    for another list of the same session's requests (the filler is counted to size)."""
     out = list(requests)
-    for gap in gaps:
-        filled = _filled(gap, counter)
+    blocks = filled if filled is not None else filled_summaries(gaps, counter)
+    for gap, message in zip(gaps, blocks, strict=True):
         for i, request in enumerate(out):
             messages = request.messages
             if messages and (messages[0] is gap.summary or messages[0] == gap.summary):
-                out[i] = request.model_copy(update={"messages": (filled, *messages[1:])})
+                out[i] = request.model_copy(update={"messages": (message, *messages[1:])})
     return out
+
+
+def filled_summaries(gaps: Sequence[CompactionGap], counter: TokenCounter) -> tuple[Message, ...]:
+    """Each gap's summary message with a text block after it that counts ``gap.tokens``."""
+    return tuple(_filled(gap, counter) for gap in gaps)
 
 
 def resumed_prefix(
@@ -145,6 +156,7 @@ __all__ = [
     "MIN_GAP_TOKENS",
     "CompactionGap",
     "compaction_gaps",
+    "filled_summaries",
     "filler",
     "resized_prefix",
     "resumed_prefix",

@@ -34,6 +34,7 @@ from contextkit._gc import no_cycle_collection
 from contextkit.accounting._doctor import diagnose_cache
 from contextkit.accounting._gaps import (
     compaction_gaps,
+    filled_summaries,
     resized_prefix,
     resumed_prefix,
     with_gaps,
@@ -509,10 +510,12 @@ def _hidden_content(
             f"content after a compaction not in the file (restored files, todos): {sizes}, "
             "inferred from the recorded usage of the first call after it"
         )
-        sent = with_gaps(sent, gaps, counter)
-    as_recorded = (
-        sent if views is None else with_gaps([c.request for c in session.calls], gaps, counter)
-    )
+    filled = filled_summaries(gaps, counter)  # counted once, for the views and the recording
+    sent = with_gaps(sent, gaps, counter, filled=filled)
+    if views is None:
+        as_recorded = sent
+    else:
+        as_recorded = with_gaps([c.request for c in session.calls], gaps, counter, filled=filled)
     changes = resumed_prefix(session, counter, recorded, as_recorded, hidden)
     if not changes:
         return sent, {}

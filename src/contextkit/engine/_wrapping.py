@@ -17,7 +17,7 @@ Contract (each wrapper module states its client's specifics):
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from contextkit.engine._boundary import Api, plain, request_body
 from contextkit.engine._engine import ContextEngine, Verdict
@@ -60,6 +60,30 @@ class Dialect(Protocol):
 
 def _given(value: Any) -> bool:
     return value is not None and type(value).__name__ not in _SENTINELS
+
+
+class ClientProxy:
+    """What a wrapped client passes on to the SDK client it wraps (``_client``): every attribute
+    it does not define, and the client's own context management (its HTTP connections)."""
+
+    _client: Any
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def __enter__(self) -> Self:
+        self._client.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.__exit__(*exc)
+
+    async def __aenter__(self) -> Self:
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._client.__aexit__(*exc)
 
 
 class WrapSession:

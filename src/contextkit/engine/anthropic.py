@@ -41,6 +41,7 @@ from contextkit.engine._boundary import Api, plain
 from contextkit.engine._engine import ContextEngine
 from contextkit.engine._wrapping import (
     AsyncRecordingStream,
+    ClientProxy,
     Recorder,
     RecordingStream,
     WrapSession,
@@ -212,7 +213,7 @@ class _AsyncMessages(_MessagesBase):
         return response
 
 
-class WrappedClient:
+class WrappedClient(ClientProxy):
     """The wrapped client: ``messages.create`` compacts; everything else is the client's own."""
 
     def __init__(
@@ -237,24 +238,6 @@ class WrappedClient:
         if self._session.engine is None:
             raise ContextkitError("no call has been made through the wrapper yet")
         return self._session.engine
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    # The client's own context management (closing its HTTP connections).
-    def __enter__(self) -> WrappedClient:
-        self._client.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._client.__exit__(*exc)
-
-    async def __aenter__(self) -> WrappedClient:
-        await self._client.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)
 
 
 def wrap(

@@ -34,6 +34,7 @@ from contextkit.engine._boundary import Api, plain
 from contextkit.engine._engine import ContextEngine
 from contextkit.engine._wrapping import (
     AsyncRecordingStream,
+    ClientProxy,
     Recorder,
     RecordingStream,
     WrapSession,
@@ -218,7 +219,7 @@ class _Namespace:
         return getattr(self._inner, name)
 
 
-class WrappedOpenAI:
+class WrappedOpenAI(ClientProxy):
     """The wrapped client (see the module docstring)."""
 
     def __init__(
@@ -260,23 +261,6 @@ class WrappedOpenAI:
     @property
     def responses_engine(self) -> ContextEngine | None:
         return self._responses.engine
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def __enter__(self) -> WrappedOpenAI:
-        self._client.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._client.__exit__(*exc)
-
-    async def __aenter__(self) -> WrappedOpenAI:
-        await self._client.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._client.__aexit__(*exc)
 
 
 def wrap(

@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from contextkit.accounting import (
-    CompactionGap,
     Ledger,
     apply_misses,
     compaction_gaps,
@@ -194,8 +193,9 @@ class _Setup:
     warm_tokens: int
     editor: Editor
     output_ratio: float = 1.0
-    gaps: tuple[CompactionGap, ...] = ()
-    """What the harness sent after a compaction that the file omits, in ``counter`` tokens."""
+    requests: tuple[Conversation, ...] = ()
+    """The recorded requests with what the harness sent after a compaction but the file omits
+    (in ``counter`` tokens)."""
     resumes: dict[int, int] = field(default_factory=dict)
     """Call -> the hidden prefix's change in size on a resume, in ``counter`` tokens."""
 
@@ -241,6 +241,7 @@ def _setup(session: Session, change: Change) -> _Setup:
     hidden, warm, read = _hidden(session, base_counter, recorded)
     gaps = compaction_gaps(session, base_counter, recorded, hidden)
     as_recorded = with_gaps([c.request for c in session.calls], gaps, base_counter)
+    requests = tuple(as_recorded)
     resumes = resumed_prefix(session, base_counter, recorded, as_recorded, hidden)
     model = resolve_model(change.model) if change.model else session.model_info
     counter = counter_for(model) if change.model else base_counter
@@ -249,7 +250,8 @@ def _setup(session: Session, change: Change) -> _Setup:
     if change.model:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
-        gaps = tuple(replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps)
+        scaled = [replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps]
+        requests = tuple(with_gaps([c.request for c in session.calls], scaled, counter))
         resumes = {i: round(d * in_ratio) for i, d in resumes.items()}
         config = _model_cache(config, model)
     pad, tools, extra = "", change.add_tools, change.system_tokens
@@ -268,7 +270,7 @@ def _setup(session: Session, change: Change) -> _Setup:
     editor = Editor(model=change.model, add_tools=tools, system_prefix=pad, ttl_s=retime)
     prefix = [p for p in parts if p.tokens > 0]
     warm_tokens = read if prefix else 0
-    return _Setup(counter, model, config, prefix, warm_tokens, editor, out_ratio, gaps, resumes)
+    return _Setup(counter, model, config, prefix, warm_tokens, editor, out_ratio, requests, resumes)
 
 
 def _model_cache(config: CacheConfig, model: ModelInfo) -> CacheConfig:
@@ -345,8 +347,7 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
     sim = CacheSimulator(s.config, s.counter, s.prefix, warm_tokens=s.warm_tokens)
     memo: dict[object, int] = {}
     hidden = sum(p.tokens for p in s.prefix)
-    recorded = with_gaps([call.request for call in session.calls], s.gaps, s.counter)
-    requests = [s.editor(request) for request in recorded]
+    requests = [s.editor(request) for request in s.requests]
     resized = {i: resized_prefix(s.prefix, d) for i, d in s.resumes.items()}
     simulated = []
     for index, (call, request) in enumerate(zip(session.calls, requests, strict=True)):
