@@ -5,6 +5,12 @@ figures from recorded usage, and a session's breakdown (:func:`inspect_session`)
 
 from __future__ import annotations
 
+from contextkit.accounting._content_gaps import (
+    ContentGap,
+    content_gaps,
+    rescaled_gap,
+    with_content_gaps,
+)
 from contextkit.accounting._doctor import (
     CAUSES,
     CacheDiagnosis,
@@ -59,6 +65,7 @@ __all__ = [
     "CacheEvent",
     "CallCache",
     "CompactionGap",
+    "ContentGap",
     "Ledger",
     "MissModel",
     "OutputSource",
@@ -69,6 +76,7 @@ __all__ = [
     "TurnReset",
     "apply_misses",
     "compaction_gaps",
+    "content_gaps",
     "default_cache",
     "diagnose_cache",
     "diagnosis_json",
@@ -79,10 +87,12 @@ __all__ = [
     "load_miss_model",
     "price_session",
     "report_json",
+    "rescaled_gap",
     "resized_prefix",
     "resumed_prefix",
     "save_miss_model",
     "shipped_miss_model",
     "split_user_text",
+    "with_content_gaps",
     "with_gaps",
 ]

@@ -31,6 +31,11 @@ import numpy as np
 import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
+from contextkit.accounting._content_gaps import (
+    content_gaps,
+    describe_content_gaps,
+    with_content_gaps,
+)
 from contextkit.accounting._doctor import diagnose_cache
 from contextkit.accounting._gaps import (
     compaction_gaps,
@@ -254,9 +259,11 @@ def price_session(
     notes: list[str] = []
     prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
     resized: dict[int, tuple[PrefixPart, ...]] = {}
-    if infer_prefix:
-        sent, resized = _hidden_content(session, sent, requests, counter, recorded, prefix, notes)
     config = cache or default_cache(session, recorded)
+    if infer_prefix:
+        sent, resized = _hidden_content(
+            session, sent, requests, counter, config, recorded, prefix, notes
+        )
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
     cached = []
@@ -495,13 +502,15 @@ def _hidden_content(
     sent: Sequence[Conversation],
     views: Sequence[Conversation] | None,
     counter: TokenCounter,
+    config: CacheConfig,
     recorded: Sequence[Usage] | None,
     prefix: Sequence[PrefixPart],
     notes: list[str],
 ) -> tuple[Sequence[Conversation], dict[int, tuple[PrefixPart, ...]]]:
-    """``sent`` with what the harness sent after each compaction but the file omits, and the
-    hidden prefix measured again after each resume (:mod:`contextkit.accounting._gaps`), both
-    sized from the recorded usage."""
+    """``sent`` with what the harness sent after each compaction but the file omits, what it
+    added or cleared mid-session without a trace (:mod:`contextkit.accounting._content_gaps`),
+    and the hidden prefix measured again after each resume (:mod:`contextkit.accounting._gaps`),
+    all sized from the recorded usage."""
     hidden = sum(p.tokens for p in prefix)
     gaps = compaction_gaps(session, counter, recorded, hidden)
     if gaps:
@@ -516,6 +525,11 @@ def _hidden_content(
         as_recorded = sent
     else:
         as_recorded = with_gaps([c.request for c in session.calls], gaps, counter, filled=filled)
+    steps = content_gaps(session, as_recorded, counter, config, recorded, hidden)
+    if steps:
+        notes.append(describe_content_gaps(steps))
+        sent = with_content_gaps(sent, steps)
+        as_recorded = sent if views is None else with_content_gaps(as_recorded, steps)
     changes = resumed_prefix(session, counter, recorded, as_recorded, hidden)
     if not changes:
         return sent, {}

@@ -15,6 +15,7 @@ from contextkit.cache._config import (
     PrefixPart,
 )
 from contextkit.cache._prefix import (
+    request_sizes,
     strip_prior_thinking,
 )
 from contextkit.cache._simulator import (
@@ -34,6 +35,7 @@ __all__ = [
     "OpenAICache",
     "Placement",
     "PrefixPart",
+    "request_sizes",
     "simulate_cache",
     "strip_prior_thinking",
 ]

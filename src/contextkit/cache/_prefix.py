@@ -500,6 +500,16 @@ class _Prefixes:
         return base
 
 
+def request_sizes(
+    requests: Sequence[Conversation], config: CacheConfig, counter: TokenCounter
+) -> list[int]:
+    """Each request's input tokens as the provider bills them under ``config`` (earlier turns'
+    thinking left out where the model strips it), flattened incrementally as the simulator does:
+    linear in the calls of a session whose requests share their history."""
+    prefixes = _Prefixes(config, counter)
+    return [prefixes._flatten(request, request.model).total for request in requests]
+
+
 def _shared_messages(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:
     """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))

@@ -39,10 +39,13 @@ from contextkit.accounting import (
     Ledger,
     apply_misses,
     compaction_gaps,
+    content_gaps,
     default_cache,
+    rescaled_gap,
     resized_prefix,
     resumed_prefix,
     shipped_miss_model,
+    with_content_gaps,
     with_gaps,
 )
 from contextkit.cache import (
@@ -241,17 +244,21 @@ def _setup(session: Session, change: Change) -> _Setup:
     hidden, warm, read = _hidden(session, base_counter, recorded)
     gaps = compaction_gaps(session, base_counter, recorded, hidden)
     as_recorded = with_gaps([c.request for c in session.calls], gaps, base_counter)
+    config = default_cache(session, recorded)
+    steps = content_gaps(session, as_recorded, base_counter, config, recorded, hidden)
+    as_recorded = with_content_gaps(as_recorded, steps)
     requests = tuple(as_recorded)
     resumes = resumed_prefix(session, base_counter, recorded, as_recorded, hidden)
     model = resolve_model(change.model) if change.model else session.model_info
     counter = counter_for(model) if change.model else base_counter
-    config = default_cache(session, recorded)
     out_ratio = 1.0
     if change.model:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
         scaled = [replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps]
         requests = tuple(with_gaps([c.request for c in session.calls], scaled, counter))
+        rescaled = [rescaled_gap(g, in_ratio, counter) for g in steps]
+        requests = tuple(with_content_gaps(requests, rescaled))
         resumes = {i: round(d * in_ratio) for i, d in resumes.items()}
         config = _model_cache(config, model)
     pad, tools, extra = "", change.add_tools, change.system_tokens
