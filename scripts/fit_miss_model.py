@@ -11,7 +11,9 @@ top-level folder of the corpus: one repository or team), the miss model is fitte
 source and the source's Claude Code sessions with 2+ calls are priced as recorded with it; the
 error of the simulated input-side cost (uncached + cache writes + cache reads, in dollars)
 against the recorded bill is reported per session and per source, with the median absolute and
-mean signed error over all sessions, and the per-call error of total input. Sessions whose usage
+mean signed error over all sessions, and the per-call error of total input. As the commands do,
+each session's own recorded usage takes the fitted model's place where it has enough calls
+(``session_miss_model``); ``--fitted-only`` measures the fitted model alone. Sessions whose usage
 is synthetic (a recorded total below the count of the session's own messages) are listed apart:
 they are test fixtures, not bills. The calibration of the token counter is the shipped one: it
 was fitted on the corpus too, and ``scripts/fit_calibration.py --loso`` measures it on its own.
@@ -30,7 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from contextkit.accounting import MissModel, fit_miss_model, price_session, save_miss_model
+from contextkit.accounting import (
+    MissModel,
+    fit_miss_model,
+    price_session,
+    save_miss_model,
+    session_miss_model,
+)
 from contextkit.formats import load
 from contextkit.replay import find_session_files
 from contextkit.session import Session
@@ -78,7 +86,10 @@ def input_error(session: Session, misses: MissModel) -> tuple[float, list[float]
     return (simulated / recorded - 1 if recorded else float("nan")), per_call
 
 
-def loso(rows: list[tuple[str, Path, Session]]) -> dict[str, object]:
+def loso(rows: list[tuple[str, Path, Session]], *, own: bool = True) -> dict[str, object]:
+    """``own``: each session's own measurement in place of the fitted model where it has enough
+    calls, as ``replay``, ``compare`` and ``cost`` price a file with usage; else the model
+    fitted on the other sources alone (what a session without usage would get)."""
     sources = sorted({s for s, _, _ in rows})
     per_session: list[dict[str, object]] = []
     per_call: list[float] = []
@@ -88,7 +99,8 @@ def loso(rows: list[tuple[str, Path, Session]]) -> dict[str, object]:
         for src, path, session in rows:
             if src != held or session.format != "claude-code" or len(session.calls) < 2:
                 continue
-            err, calls = input_error(session, model)
+            misses = session_miss_model(session, model) if own else model
+            err, calls = input_error(session, misses)
             fake = synthetic(session)
             per_session.append(
                 {
@@ -138,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--loso", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--fitted-only",
+        action="store_true",
+        help="--loso without each session's own measurement (the fitted model alone)",
+    )
     args = parser.parse_args(argv)
     if not args.corpus or not Path(args.corpus).is_dir():
         print("a corpus folder is needed (argument or $CONTEXTKIT_CORPUS)", file=sys.stderr)
@@ -145,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.corpus)
     rows = list(corpus_sessions(root))
     if args.loso:
-        result = loso(rows)
+        result = loso(rows, own=not args.fitted_only)
         if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:

@@ -18,6 +18,7 @@ from contextkit.accounting import (
     load_miss_model,
     price_session,
     save_miss_model,
+    session_miss_model,
     shipped_miss_model,
 )
 from contextkit.errors import ConfigError
@@ -121,6 +122,78 @@ def test_fit_on_hand_built_sessions() -> None:
     loss = model.route_loss["bedrock"]
     assert loss.lost_tokens == 20_000
     assert loss.share == pytest.approx(20_000 / loss.servable_tokens)
+
+
+def _long_loop(route: str | None, lost_at: frozenset[int]) -> Session:
+    """Six tool rounds; the calls in ``lost_at`` read nothing (the route served no entry)."""
+    history = [user("x" * 400)]
+    calls = []
+    for k in range(6):
+        total = 20_000 + 300 * k
+        read = 0 if k == 0 or k in lost_at else 20_000 + 300 * (k - 1)
+        usage = Usage(input_tokens=2, cache_write_5m=total - read, cache_read=read)
+        calls.append(_call(list(history), usage, 10 * k, route))
+        history += [assistant(tool_uses=[tool_use(f"t{k}")]), user(tool_result(f"t{k}", "y" * 400))]
+    return Session(path="built", format="claude-code", calls=tuple(calls), prefix_known=False)
+
+
+def test_a_session_with_enough_routed_calls_measures_its_own_route_loss() -> None:
+    session = _long_loop("bedrock", frozenset({2, 4}))
+    fitted = MissModel(route_loss={"bedrock": RouteLoss(share=0.05, calls=99)})
+    own = session_miss_model(session, fitted)
+    loss = own.route_loss["bedrock"]
+    assert loss.calls == 5  # the calls after the first
+    assert loss.share == pytest.approx(loss.lost_tokens / loss.servable_tokens)
+    assert 0.3 < loss.share < 0.5  # two of five reads lost, the later (larger) ones among them
+    assert session_miss_model(session, fitted) is own  # measured once per session in a row
+    # price_session by default: the shipped model with the session's own measurement in place
+    default = price_session(session, FixedCounter(), PRICE)
+    measured = price_session(session, FixedCounter(), PRICE, misses=own)
+    assert default.simulated.cache_read.tolist() == measured.simulated.cache_read.tolist()
+
+
+def test_a_session_with_too_few_routed_calls_keeps_the_fitted_share() -> None:
+    session = _long_loop("bedrock", frozenset({2}))
+    short = session.model_copy(update={"calls": session.calls[:3]})  # two routed calls after 0
+    fitted = MissModel(route_loss={"bedrock": RouteLoss(share=0.05, calls=99)})
+    assert session_miss_model(short, fitted).route_loss == fitted.route_loss
+
+
+def test_a_session_without_resets_at_its_turns_is_priced_without_them() -> None:
+    """Its new user turns read what the file omits: its own probability is 0, not the fit's."""
+    first = [user("x" * 400)]
+    calls, history = [], list(first)
+    for k in range(4):  # four calls, each opening a new user turn after the first
+        total = 20_000 + 300 * k
+        read = 0 if k == 0 else total - 300
+        usage = Usage(input_tokens=2, cache_write_5m=total - read, cache_read=read)
+        calls.append(_call(list(history), usage, 10 * k))
+        history += [assistant("ok"), user(f"question {k} " * 10)]
+    session = Session(path="built", format="claude-code", calls=tuple(calls), prefix_known=False)
+    fitted = MissModel(turn_reset={"claude-code": TurnReset(probability=0.5, kept_share=0.5)})
+    own = session_miss_model(session, fitted).turn_reset["claude-code"]
+    assert own.turns == 3
+    assert own.probability == 0.0
+
+
+@pytest.mark.corpus
+def test_the_corpus_bedrock_session_is_priced_with_its_own_route_loss(corpus: Path) -> None:
+    """The 47-call Bedrock session: its own loss (24% of the servable reads, as the doctor
+    finds) in place of the fitted one, and the simulated input cost comes closer to the bill."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (session,) = load(corpus / "codemie-claude" / "session-196820da.jsonl").sessions
+    own = session_miss_model(session, NO_MISSES).route_loss["bedrock"]
+    assert own.calls == 46
+    assert own.share == pytest.approx(0.243, abs=0.01)
+
+    def error(misses: MissModel | None) -> float:
+        ledger = price_session(session, output="recorded", misses=misses)
+        assert ledger.recorded is not None
+        sim = float(ledger.simulated.input_cost_usd.sum())
+        return sim / float(ledger.recorded.input_cost_usd.sum()) - 1
+
+    assert abs(error(None)) < abs(error(NO_MISSES)) - 0.3  # -70% without any miss model
 
 
 @pytest.mark.corpus

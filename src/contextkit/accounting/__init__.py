@@ -53,6 +53,7 @@ from contextkit.accounting._misses import (
     fit_miss_model,
     load_miss_model,
     save_miss_model,
+    session_miss_model,
     shipped_miss_model,
 )
 
@@ -91,6 +92,7 @@ __all__ = [
     "resized_prefix",
     "resumed_prefix",
     "save_miss_model",
+    "session_miss_model",
     "shipped_miss_model",
     "split_user_text",
     "with_content_gaps",

@@ -44,7 +44,12 @@ from contextkit.accounting._gaps import (
     resumed_prefix,
     with_gaps,
 )
-from contextkit.accounting._misses import MissModel, apply_misses, shipped_miss_model
+from contextkit.accounting._misses import (
+    MissModel,
+    apply_misses,
+    session_miss_model,
+    shipped_miss_model,
+)
 from contextkit.cache import (
     TTL_1H_S,
     TTL_5M_S,
@@ -238,8 +243,9 @@ def price_session(
     from the recorded first request, which the recorded usage billed, and the default ``cache``
     from the recorded requests (pass ``cache`` to price other requests another way).
     ``misses``: the cache misses no request shows (a route's, a harness's own rewrites), fitted
-    on recordings (:mod:`contextkit.accounting._misses`); default the shipped model, ``NO_MISSES``
-    to leave them out.
+    on recordings (:mod:`contextkit.accounting._misses`); default the shipped model with what
+    the session's own recorded usage shows in its place (:func:`session_miss_model`),
+    ``NO_MISSES`` to leave them out.
     """
     if requests is not None and len(requests) != len(session.calls):
         raise ValueError(f"{len(requests)} requests for {len(session.calls)} calls")
@@ -271,7 +277,9 @@ def price_session(
         if index in resized:
             sim.resize_prefix(resized[index])
         cached.append(sim.step(request, c.timestamp, c.cache_reset))
-    misses = shipped_miss_model() if misses is None else misses
+    if misses is None:  # shipped, with what the session's own usage shows in its place
+        fitted = shipped_miss_model()
+        misses = session_miss_model(session, fitted) if recorded is not None else fitted
     if misses.applies_to(session):
         hidden = sum(p.tokens for p in prefix)
         cached = apply_misses(cached, session, sent, hidden, misses)
@@ -507,10 +515,8 @@ def _hidden_content(
     prefix: Sequence[PrefixPart],
     notes: list[str],
 ) -> tuple[Sequence[Conversation], dict[int, tuple[PrefixPart, ...]]]:
-    """``sent`` with what the harness sent after each compaction but the file omits, what it
-    added or cleared mid-session without a trace (:mod:`contextkit.accounting._content_gaps`),
-    and the hidden prefix measured again after each resume (:mod:`contextkit.accounting._gaps`),
-    all sized from the recorded usage."""
+    """``sent`` with what the harness sent after compactions and mid-session but the file omits
+    (``_gaps``, ``_content_gaps``), and the hidden prefix measured again after each resume."""
     hidden = sum(p.tokens for p in prefix)
     gaps = compaction_gaps(session, counter, recorded, hidden)
     if gaps:

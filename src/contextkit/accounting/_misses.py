@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -115,11 +115,17 @@ def _rewritten(sim: CachedCall, tokens: int) -> CachedCall:
     )
 
 
-def fit_miss_model(sessions: Iterable[Session], data: Sequence[str] = ()) -> MissModel:
-    """The miss model of ``sessions`` (those with recorded usage; others are passed over)."""
-    servable: dict[str, list[int]] = {}
-    turns: dict[str, list[int]] = {}
-    kept: dict[str, list[float]] = {}
+@dataclass
+class _Tally:
+    """What the doctor found in some sessions, before it is made a model."""
+
+    servable: dict[str, list[int]] = field(default_factory=dict)  # route -> [calls, tokens, lost]
+    turns: dict[str, list[int]] = field(default_factory=dict)  # format -> [turns, resets]
+    kept: dict[str, list[float]] = field(default_factory=dict)  # format -> kept shares
+
+
+def _tally(sessions: Iterable[Session]) -> _Tally:
+    tally = _Tally()
     for session in sessions:
         diagnosis = diagnose_cache(session)
         if diagnosis is None:
@@ -131,32 +137,74 @@ def fit_miss_model(sessions: Iterable[Session], data: Sequence[str] = ()) -> Mis
             call = session.calls[i]
             if call.route is not None:
                 lost = causes["routing"].tokens if "routing" in causes else 0
-                row = servable.setdefault(call.route, [0, 0, 0])
+                row = tally.servable.setdefault(call.route, [0, 0, 0])
                 row[0], row[1], row[2] = row[0] + 1, row[1] + found.servable, row[2] + lost
             elif opens_turn(call.request):
                 reset = causes.get("harness reset")
                 hit = reset is not None and reset.inferred
-                row = turns.setdefault(session.format, [0, 0])
+                row = tally.turns.setdefault(session.format, [0, 0])
                 row[0], row[1] = row[0] + 1, row[1] + hit
                 if hit and diagnosis.hidden_tokens:
                     share = min(found.read / diagnosis.hidden_tokens, 1.0)
-                    kept.setdefault(session.format, []).append(share)
-    route_loss = {
+                    tally.kept.setdefault(session.format, []).append(share)
+    return tally
+
+
+def _route_losses(tally: _Tally, min_calls: int = 1) -> dict[str, RouteLoss]:
+    return {
         route: RouteLoss(share=lost / tokens, calls=n, servable_tokens=tokens, lost_tokens=lost)
-        for route, (n, tokens, lost) in sorted(servable.items())
-        if tokens
+        for route, (n, tokens, lost) in sorted(tally.servable.items())
+        if tokens and n >= min_calls
     }
+
+
+def fit_miss_model(sessions: Iterable[Session], data: Sequence[str] = ()) -> MissModel:
+    """The miss model of ``sessions`` (those with recorded usage; others are passed over)."""
+    tally = _tally(sessions)
     turn_reset = {
         fmt: TurnReset(
             probability=resets / n,
-            kept_share=statistics.median(kept.get(fmt, [0.0])),
+            kept_share=statistics.median(tally.kept.get(fmt, [0.0])),
             turns=n,
             resets=resets,
         )
-        for fmt, (n, resets) in sorted(turns.items())
+        for fmt, (n, resets) in sorted(tally.turns.items())
         if n and resets
     }
-    return MissModel(route_loss=route_loss, turn_reset=turn_reset, data=tuple(data))
+    return MissModel(route_loss=_route_losses(tally), turn_reset=turn_reset, data=tuple(data))
+
+
+MIN_OWN_CALLS = 3
+"""Routed calls, or calls opening a user turn, a session needs for its own measurement."""
+
+_OWN: list[tuple[Session, MissModel, MissModel]] = []
+"""The last session measured, with the model it was measured against and the result: a replay
+prices one session under every strategy in turn."""
+
+
+def session_miss_model(session: Session, fitted: MissModel) -> MissModel:
+    """``fitted`` with what ``session``'s own recorded usage shows in its place: the share of the
+    servable reads its route lost, and how often its new user turns found the hidden level
+    rewritten, wherever the session has at least :data:`MIN_OWN_CALLS` such calls (the hidden
+    prompt's size is measured from a recording the same way). A session without recorded usage,
+    or with too few such calls, keeps ``fitted``. Measured once per session object in a row."""
+    for seen, against, result in _OWN:
+        if seen is session and against is fitted:
+            return result
+    tally = _tally([session])
+    routes = {**fitted.route_loss, **_route_losses(tally, MIN_OWN_CALLS)}
+    resets = dict(fitted.turn_reset)
+    for fmt, (n, hits) in tally.turns.items():
+        if n >= MIN_OWN_CALLS:
+            kept = tally.kept.get(fmt)
+            share = statistics.median(kept) if kept else 0.0
+            if not kept and fmt in fitted.turn_reset:
+                share = fitted.turn_reset[fmt].kept_share
+            resets[fmt] = TurnReset(probability=hits / n, kept_share=share, turns=n, resets=hits)
+    data = (*fitted.data, "this session's own recorded usage, where it has enough calls")
+    result = MissModel(route_loss=routes, turn_reset=resets, data=data)
+    _OWN[:] = [(session, fitted, result)]
+    return result
 
 
 def load_miss_model(path: str | Path) -> MissModel:
@@ -192,5 +240,6 @@ __all__ = [
     "fit_miss_model",
     "load_miss_model",
     "save_miss_model",
+    "session_miss_model",
     "shipped_miss_model",
 ]

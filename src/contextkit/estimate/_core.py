@@ -44,6 +44,7 @@ from contextkit.accounting import (
     rescaled_gap,
     resized_prefix,
     resumed_prefix,
+    session_miss_model,
     shipped_miss_model,
     with_content_gaps,
     with_gaps,
@@ -362,6 +363,8 @@ def price_session_arrays(session: Session, change: Change, ticket: int = 0) -> P
             sim.resize_prefix(resized[index])
         simulated.append(sim.step(request, call.timestamp, call.cache_reset))
     misses = shipped_miss_model()  # the misses no request shows, as price_session applies them
+    if _recorded(session.calls) is not None:
+        misses = session_miss_model(session, misses)
     if misses.applies_to(session):
         simulated = apply_misses(simulated, session, requests, hidden, misses)
     rows = []
