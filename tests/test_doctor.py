@@ -26,6 +26,7 @@ from contextkit.pricing import lookup_price
 from contextkit.replay import find_session_files
 from contextkit.session import Call, Session
 from contextkit.testing import assistant, thinking, tool_result, tool_use, user
+from contextkit.tokens import counter_for
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 MODEL = "claude-sonnet-4-5"
@@ -106,6 +107,16 @@ def test_harness_reset_the_reader_saw() -> None:
     assert not event.inferred  # the reader saw it: no inference from the reads
 
 
+def test_resume_is_named_apart_from_other_harness_resets() -> None:
+    """A new process took the session up (``Session.resumes``, as the Claude Code reader marks
+    it): the cause is ``resume``, not a harness reset."""
+    session = _two(_u(0, 5700), cache_reset="system").model_copy(update={"resumes": (1,)})
+    assert _causes(session)["resume"] == 5000
+    (event,) = [e for e in _diagnose(session).calls[1].events if e.cause == "resume"]
+    assert not event.inferred
+    assert "resumed" in event.detail
+
+
 def test_compaction() -> None:
     summary = [user("summary of what came before"), *_history(1)[1:]]
     session = _session(
@@ -139,6 +150,24 @@ def test_thinking_stripped_at_a_new_user_turn() -> None:
     )
     assert resolve_model("claude-opus-4-6").keeps_prior_thinking()
     assert "thinking stripped" not in _causes(kept)
+
+
+def test_only_the_last_turns_thinking_is_stripped_at_the_next_turn() -> None:
+    """The thinking of turns before the previous request's own turn was stripped from that
+    request already: at the next turn the servable prefix runs to the first thinking block of
+    the turn just ended, not of the first turn."""
+    turn1 = [user("q1 " * 200), assistant(thinking("early " * 50), "a1")]
+    turn2 = [*turn1, user("q2 " * 200), assistant(thinking("later " * 50), "a2")]
+    turn3 = [*turn2, user("q3")]
+    session = _session(
+        _call(turn2, _u(0, 3000)),
+        _call(turn3, _u(0, 3100), 10),
+    )
+    (_, second) = _diagnose(session).calls
+    counter = counter_for(resolve_model(MODEL))
+    head = Conversation(model=MODEL, messages=tuple(turn2[:3]))  # up to q2
+    assert second.servable >= counter.count_conversation(head) * 0.9  # turn 1 is not re-stripped
+    assert any(e.cause == "thinking stripped" for e in second.events)
 
 
 def test_routing_falls_back_to_an_older_entry() -> None:
@@ -251,9 +280,12 @@ def test_inspect_cache_on_a_bedrock_session(corpus: Path) -> None:
 
 @pytest.mark.corpus
 def test_a_gap_over_five_percent_is_named_with_its_leading_cause(corpus: Path) -> None:
-    """The 47-call Bedrock session stays short of its bill even with its own route loss: its
-    reads at new user turns stop far earlier than the share of the others."""
-    (session,) = load(corpus / "codemie-claude" / "session-196820da.jsonl").sessions
+    """A 6-call Bedrock subagent stays short of its bill even with its own route loss (five
+    routed calls: the share spread evenly over them misses where the losses fell)."""
+    path = corpus / "codemie-claude" / "incremental-subagents" / "turn-2.jsonl"
+    (session,) = [
+        s for top in load(path).sessions for s in top.all_sessions() if s.session_id == "a485154"
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ledger = price_session(session, output="recorded")

@@ -546,6 +546,7 @@ def test_a_resumed_session_rewrites_the_system_prompt(tmp_path: Path) -> None:
         lines[index]["timestamp"] = f"2026-01-01T00:{minute * 5:02d}:01.000Z"
     session = load_claude_code(_write(tmp_path / "s1.jsonl", lines)).sessions[0]
     assert [c.cache_reset for c in session.calls] == [None, "system", None, "system", None]
+    assert session.resumes == (1, 3)
 
 
 def test_harness_cache_resets_on_the_spotter_session(corpus: Path) -> None:

@@ -178,14 +178,15 @@ def test_a_session_without_resets_at_its_turns_is_priced_without_them() -> None:
 
 @pytest.mark.corpus
 def test_the_corpus_bedrock_session_is_priced_with_its_own_route_loss(corpus: Path) -> None:
-    """The 47-call Bedrock session: its own loss (24% of the servable reads, as the doctor
-    finds) in place of the fitted one, and the simulated input cost comes closer to the bill."""
+    """The 47-call Bedrock session: its own loss (33% of the servable reads, as the doctor
+    finds) in place of the fitted one, and the simulated input cost comes within 5% of the bill
+    (-3.6%; -70% without any miss model)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (session,) = load(corpus / "codemie-claude" / "session-196820da.jsonl").sessions
     own = session_miss_model(session, NO_MISSES).route_loss["bedrock"]
     assert own.calls == 46
-    assert own.share == pytest.approx(0.243, abs=0.01)
+    assert own.share == pytest.approx(0.33, abs=0.01)
 
     def error(misses: MissModel | None) -> float:
         ledger = price_session(session, output="recorded", misses=misses)
@@ -193,7 +194,8 @@ def test_the_corpus_bedrock_session_is_priced_with_its_own_route_loss(corpus: Pa
         sim = float(ledger.simulated.input_cost_usd.sum())
         return sim / float(ledger.recorded.input_cost_usd.sum()) - 1
 
-    assert abs(error(None)) < abs(error(NO_MISSES)) - 0.3  # -70% without any miss model
+    assert abs(error(None)) < 0.05
+    assert error(NO_MISSES) < -0.5
 
 
 @pytest.mark.corpus

@@ -11,7 +11,8 @@ tokens and dollars:
   call 0's recorded usage). What call ``i`` read short of that is its *shortfall*; the writes up to
   the shortfall are *rewrites*, the rest of its writes are ``new content`` (``first write`` at call
   0).
-- A shortfall gets the first cause that holds: ``compaction``; ``model switch``; ``harness reset``
+- A shortfall gets the first cause that holds: ``compaction``; ``model switch``; ``resume`` (a
+  new process after ``/exit`` or a resume hook: ``Session.resumes``); ``harness reset``
   (the reader saw the harness change cached content the file does not show: ``Call.cache_reset``;
   or, for a file without its system prompt and tools, nothing was read, or the read stopped inside
   the prefix the file omits, which only a change there explains: pi writes the time into its
@@ -50,6 +51,7 @@ CAUSES = (
     FIRST,
     NEW,
     "model switch",
+    "resume",
     "harness reset",
     "ttl expiry",
     "compaction",
@@ -304,6 +306,8 @@ def _whole_cache_event(
     before, now = prev.model_info, call.model_info
     if before.name != now.name:
         return "model switch", f"{before.id or 'no model'} -> {now.id or 'no model'}"
+    if i in session.resumes:
+        return "resume", "the session was resumed: a new process built its system prompt anew"
     if call.cache_reset is not None:
         return "harness reset", f"the harness changed the {call.cache_reset} level"
     expired = _expired(prev, call)
@@ -346,7 +350,9 @@ def _prefix_change(
     k = _shared_messages(before.messages, now.messages)
     if k == len(before.messages):
         if not keeps and opens_turn(now):
-            first = _first_thinking(before.messages)
+            # Thinking before the previous request's own turn opened was stripped from it too:
+            # what this turn strips starts at the first thinking after that.
+            first = _first_thinking(before.messages, _turn_start(before.messages))
             if first is not None:
                 return (
                     "thinking stripped",
@@ -374,9 +380,19 @@ def opens_turn(request: Conversation) -> bool:
     return trailing > 0
 
 
-def _first_thinking(messages: tuple[Message, ...]) -> int | None:
-    """Index of the first message holding a thinking block (None: none does)."""
-    for k, message in enumerate(messages):
+def _turn_start(messages: tuple[Message, ...]) -> int:
+    """Index of the last user message holding no tool result (0: none does)."""
+    for k in range(len(messages) - 1, -1, -1):
+        message = messages[k]
+        if message.role == "user" and not any(message.tool_results()):
+            return k
+    return 0
+
+
+def _first_thinking(messages: tuple[Message, ...], start: int = 0) -> int | None:
+    """Index of the first message from ``start`` on holding a thinking block (None: none)."""
+    for k in range(start, len(messages)):
+        message = messages[k]
         if not isinstance(message.content, str) and any(
             isinstance(b, ThinkingBlock) for b in message.content
         ):

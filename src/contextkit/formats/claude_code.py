@@ -192,7 +192,8 @@ def _session(
     ordered = sorted(thread, key=lambda r: r.order)
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
-    calls, counted = count_placeholder_outputs(_with_cache_resets(built.calls, resumes))
+    reset_calls, resumed = _with_cache_resets(built.calls, resumes)
+    calls, counted = count_placeholder_outputs(reset_calls)
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
@@ -211,6 +212,7 @@ def _session(
         parent_tool_use_id=parent_tool_use_id,
         prefix_known=False,
         compactions=tuple(built.compactions),
+        resumes=resumed,
         set_aside=dict(sorted(set_aside.items())),
         notes=(PREFIX_NOTE, *notes, *extra, *built.notes, *([counted] if counted else [])),
     )
@@ -230,21 +232,28 @@ def _window(calls: Sequence[Call]) -> int | None:
     return CLAUDE_CODE_WINDOW
 
 
-_RESETS: tuple[tuple[str, Literal["messages", "system"]], ...] = (
+Level = Literal["messages", "system"]
+_EXIT: tuple[tuple[str, Level], ...] = (("<command-name>/exit</command-name>", "system"),)
+"""The trigger that ends the process: the next call is a resumption."""
+_RESETS: tuple[tuple[str, Level], ...] = (
     ("<command-name>/mcp</command-name>", "system"),
-    ("<command-name>/exit</command-name>", "system"),
+    *_EXIT,
     ("<task-notification>", "messages"),
 )
 """What Claude Code rewrites of its cache after a user message holding the marker (see the
 module docstring); the first match wins."""
 
 
-def _with_cache_resets(calls: Sequence[Call], resumes: Sequence[datetime] = ()) -> tuple[Call, ...]:
+def _with_cache_resets(
+    calls: Sequence[Call], resumes: Sequence[datetime] = ()
+) -> tuple[tuple[Call, ...], tuple[int, ...]]:
     """``calls`` with ``cache_reset`` set where a new user message holds a reset trigger (new: past
     the previous request's messages, which a request extending it repeats as the same or equal
     messages), and ``"system"`` on the first call after each resume (a new process: its system
-    prompt, with the git status and environment of that moment, is built anew)."""
+    prompt, with the git status and environment of that moment, is built anew); and the indices
+    of those first calls."""
     out: list[Call] = []
+    resumed: list[int] = []
     before: tuple[Message, ...] = ()
     previous: datetime | None = None
     for call in calls:
@@ -253,12 +262,14 @@ def _with_cache_resets(calls: Sequence[Call], resumes: Sequence[datetime] = ()) 
         shared = extends(messages, before)
         reset = _reset_in(messages[n:]) if shared and out else None
         when = call.timestamp
-        if out and _resumed_between(previous, when, resumes):
+        exited = reset == "system" and _reset_in(messages[n:], _EXIT) is not None
+        if out and (exited or _resumed_between(previous, when, resumes)):
             reset = "system"
+            resumed.append(len(out))
         out.append(call.model_copy(update={"cache_reset": reset}) if reset else call)
         before = messages
         previous = when if when is not None else previous
-    return tuple(out)
+    return tuple(out), tuple(resumed)
 
 
 def _resumed_between(
@@ -269,11 +280,14 @@ def _resumed_between(
     return any(previous < t <= when for t in resumes)
 
 
-def _reset_in(messages: Sequence[Message]) -> Literal["messages", "system"] | None:
-    """The reset a user text opening with a trigger asks for (the harness sends each as a text
-    of its own; a text that only quotes one, further in, is not the harness's)."""
+def _reset_in(
+    messages: Sequence[Message], triggers: Sequence[tuple[str, Level]] | None = None
+) -> Level | None:
+    """The reset a user text opening with a trigger (of ``triggers``, default all) asks for (the
+    harness sends each as a text of its own; a text that only quotes one, further in, is not the
+    harness's)."""
     texts = [t.lstrip() for m in messages if m.role == "user" for t in _texts(m)]
-    for marker, level in _RESETS:
+    for marker, level in _RESETS if triggers is None else triggers:
         if any(t.startswith(marker) for t in texts):
             return level
     return None

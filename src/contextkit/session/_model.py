@@ -82,6 +82,9 @@ class Session(Record):
     """False when the file omits the system prompt and tool definitions (Claude Code files)."""
     compactions: tuple[int, ...] = ()
     """Indices of calls that the harness made right after compacting its own history."""
+    resumes: tuple[int, ...] = ()
+    """Indices of the first call of each resumption (a new process after ``/exit``, a
+    ``SessionStart`` resume hook): its ``cache_reset`` says ``"system"``."""
     harness_compaction: bool = False
     """The calls of this (sub)session are the harness compacting its parent's history (Claude
     Code's ``agent-acompact-*`` files): they belong to the parent's as-recorded cost."""
