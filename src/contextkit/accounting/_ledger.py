@@ -44,6 +44,7 @@ from contextkit.accounting._gaps import (
     resumed_prefix,
     with_gaps,
 )
+from contextkit.accounting._hidden import hidden_prefix, recorded_ttl
 from contextkit.accounting._misses import (
     MissModel,
     apply_misses,
@@ -51,8 +52,6 @@ from contextkit.accounting._misses import (
     shipped_miss_model,
 )
 from contextkit.cache import (
-    TTL_1H_S,
-    TTL_5M_S,
     AnthropicCache,
     CacheConfig,
     CachedCall,
@@ -60,7 +59,6 @@ from contextkit.cache import (
     OpenAICache,
     Placement,
     PrefixPart,
-    strip_prior_thinking,
 )
 from contextkit.messages import Conversation
 from contextkit.models import UNKNOWN_MODEL, ModelInfo
@@ -263,7 +261,7 @@ def price_session(
         responses = (c.response for c in session.calls) if counted else ()
         counter.prime(sent, responses)
     notes: list[str] = []
-    prefix = _hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
+    prefix = hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
     resized: dict[int, tuple[PrefixPart, ...]] = {}
     config = cache or default_cache(session, recorded)
     if infer_prefix:
@@ -474,37 +472,6 @@ def _outputs(
     return [counter.count_message(c.response) if c.response else 0 for c in calls]
 
 
-def _hidden_prefix(
-    session: Session, counter: TokenCounter, recorded: Sequence[Usage] | None, notes: list[str]
-) -> tuple[PrefixPart, ...]:
-    """Constant prefix parts standing for a system prompt and tools the file does not hold."""
-    if session.prefix_known or not session.calls:
-        return ()
-    if recorded is None:
-        notes.append("system prompt and tools are not in the file and their size is unknown")
-        return ()
-    first = recorded[0]
-    # Counted as billed: earlier turns' thinking is not input on models that strip it.
-    billed = strip_prior_thinking(session.calls[0].request)
-    hidden = first.total_input - counter.count_conversation(billed)
-    if hidden <= 0:
-        return ()
-    ttl = _recorded_ttl(recorded)
-    warm = min(first.cache_read, hidden)
-    # Split where call 1's read ended, so that the simulator can start that part warm.
-    # The part cached before is what every session shares (tools and the static system prompt):
-    # a system-level reset (an MCP reconnect) leaves it cached.
-    label = "hidden prefix (cached before)"
-    cached = PrefixPart(tokens=warm, ttl_s=ttl, label=label, level="tools")
-    parts = [cached]
-    parts.append(PrefixPart(tokens=hidden - warm, ttl_s=ttl, label="hidden prefix"))
-    notes.append(
-        f"system prompt and tools not in the file: {hidden} tokens inferred from call 1's recorded "
-        f"usage; call 1 read {first.cache_read} tokens cached before the session started"
-    )
-    return tuple(p for p in parts if p.tokens > 0)
-
-
 def _hidden_content(
     session: Session,
     sent: Sequence[Conversation],
@@ -546,14 +513,6 @@ def _hidden_content(
     return sent, {i: resized_prefix(prefix, d) for i, d in changes.items()}
 
 
-def _recorded_ttl(recorded: Sequence[Usage] | None) -> int:
-    """The TTL the harness wrote with, as far as recorded usage shows (5m when unknown)."""
-    if not recorded:
-        return TTL_5M_S
-    one_hour = sum(u.cache_write_1h for u in recorded)
-    return TTL_1H_S if one_hour > sum(u.cache_write_5m for u in recorded) else TTL_5M_S
-
-
 def _marks_breakpoints(request: Conversation) -> bool:
     if (request.model_extra or {}).get("cache_control") is not None:
         return True
@@ -576,7 +535,7 @@ def default_cache(session: Session, recorded: Sequence[Usage] | None = None) -> 
     return AnthropicCache(
         min_tokens=model.cache_min_tokens(when),
         placement=placement,
-        ttl_s=_recorded_ttl(recorded),
+        ttl_s=recorded_ttl(recorded),
     )
 
 

@@ -213,9 +213,18 @@ def _session(
         prefix_known=False,
         compactions=tuple(built.compactions),
         resumes=resumed,
+        client_version=_client_version(ordered),
         set_aside=dict(sorted(set_aside.items())),
         notes=(PREFIX_NOTE, *notes, *extra, *built.notes, *([counted] if counted else [])),
     )
+
+
+def _client_version(records: Sequence[Rec]) -> str | None:
+    """The version most of ``records`` were written by (None: none says)."""
+    versions = Counter(r.version for r in records if r.version is not None)
+    if not versions:
+        return None
+    return ".".join(str(p) for p in versions.most_common(1)[0][0])
 
 
 CLAUDE_CODE_WINDOW = 200_000

@@ -16,7 +16,9 @@ Contract:
   last system block names the working folder, the platform and today's date, and the first is a
   billing header whose ``cc_version`` suffix changes with the prompt.
 
-Nothing here is used by the accounting yet; this module only holds and loads the facts.
+The accountant uses an entry for a session of that version without recorded usage
+(:mod:`contextkit.accounting._hidden`); with usage, call 1's billed input measures the prefix as
+sent that day, and the ledger's note gives the captured size beside it.
 """
 
 from __future__ import annotations

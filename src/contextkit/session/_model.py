@@ -88,6 +88,9 @@ class Session(Record):
     harness_compaction: bool = False
     """The calls of this (sub)session are the harness compacting its parent's history (Claude
     Code's ``agent-acompact-*`` files): they belong to the parent's as-recorded cost."""
+    client_version: str | None = None
+    """The version of the harness that wrote the file, where it says (Claude Code's ``version``
+    of most records: ``2.1.197``)."""
     context_window: int | None = None
     """The window the harness ran the model with, where the file or its harness says (Claude Code:
     200k unless its model id names another); None: the model's own (``ModelInfo``)."""

@@ -1,0 +1,94 @@
+"""The hidden prefix of a file that omits its system prompt and tools, and its TTL.
+
+Claude Code transcripts hold neither the system prompt nor the tool definitions. Where the file
+has recorded usage, call 1's billed input measures them (:func:`hidden_prefix`); where it has
+none, the capture of the same client version
+(:mod:`contextkit.formats.claude_code_prefix`, what the real CLI sent to a local server) is the
+next best: its system blocks and tools, as counted by the capture's tiktoken encoding and scaled
+by the session counter's calibration factor. A subagent's requests carry their own, smaller set.
+Versions never captured give None (the size stays unknown, and the ledger says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextkit.cache import TTL_1H_S, TTL_5M_S, PrefixPart, strip_prior_thinking
+from contextkit.formats.claude_code_prefix import claude_code_prefix
+from contextkit.session import Session, Usage
+from contextkit.tokens import CalibratedCounter, TokenCounter
+
+
+@dataclass(frozen=True)
+class MeasuredPrefix:
+    tokens: int
+    ttl_s: int
+    source: str
+    """What it was measured on (version, kind of request, capture date)."""
+
+
+def measured_prefix(session: Session, counter: TokenCounter) -> MeasuredPrefix | None:
+    """The captured prefix of ``session``'s client version, in ``counter``'s tokens, or None."""
+    if session.format != "claude-code" or session.client_version is None:
+        return None
+    capture = claude_code_prefix(session.client_version)
+    if capture is None:
+        return None
+    sub = session.parent_session_id is not None and capture.subagent is not None
+    kind = capture.subagent if sub and capture.subagent is not None else capture.main
+    scale = counter.params.factor if isinstance(counter, CalibratedCounter) else 1.0
+    tokens = round((kind.system_tokens + kind.tool_tokens) * scale)
+    one_hour = any((b.cache_control or "").endswith("1h") for b in kind.system)
+    what = "subagent" if sub else "main"
+    source = f"Claude Code {capture.version} {what} requests, captured {capture.seen.isoformat()}"
+    return MeasuredPrefix(tokens, TTL_1H_S if one_hour else TTL_5M_S, source)
+
+
+def hidden_prefix(
+    session: Session, counter: TokenCounter, recorded: Sequence[Usage] | None, notes: list[str]
+) -> tuple[PrefixPart, ...]:
+    """Constant prefix parts standing for a system prompt and tools the file does not hold."""
+    if session.prefix_known or not session.calls:
+        return ()
+    known = measured_prefix(session, counter)
+    if recorded is None:
+        if known is None:
+            notes.append("system prompt and tools are not in the file and their size is unknown")
+            return ()
+        notes.append(
+            f"system prompt and tools not in the file: {known.tokens} tokens, {known.source}"
+        )
+        return (PrefixPart(tokens=known.tokens, ttl_s=known.ttl_s, label="hidden prefix"),)
+    first = recorded[0]
+    # Counted as billed: earlier turns' thinking is not input on models that strip it.
+    billed = strip_prior_thinking(session.calls[0].request)
+    hidden = first.total_input - counter.count_conversation(billed)
+    if hidden <= 0:
+        return ()
+    ttl = recorded_ttl(recorded)
+    warm = min(first.cache_read, hidden)
+    # Split where call 1's read ended, so that the simulator can start that part warm.
+    # The part cached before is what every session shares (tools and the static system prompt):
+    # a system-level reset (an MCP reconnect) leaves it cached.
+    label = "hidden prefix (cached before)"
+    cached = PrefixPart(tokens=warm, ttl_s=ttl, label=label, level="tools")
+    parts = [cached]
+    parts.append(PrefixPart(tokens=hidden - warm, ttl_s=ttl, label="hidden prefix"))
+    also = f" ({known.source}: {known.tokens})" if known else ""
+    notes.append(
+        f"system prompt and tools not in the file: {hidden} tokens inferred from call 1's recorded "
+        f"usage{also}; call 1 read {first.cache_read} tokens cached before the session started"
+    )
+    return tuple(p for p in parts if p.tokens > 0)
+
+
+def recorded_ttl(recorded: Sequence[Usage] | None) -> int:
+    """The TTL the harness wrote with, as far as recorded usage shows (5m when unknown)."""
+    if not recorded:
+        return TTL_5M_S
+    one_hour = sum(u.cache_write_1h for u in recorded)
+    return TTL_1H_S if one_hour > sum(u.cache_write_5m for u in recorded) else TTL_5M_S
+
+
+__all__ = ["MeasuredPrefix", "hidden_prefix", "measured_prefix", "recorded_ttl"]
