@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,43 @@ class Skips:
         self.records.append(SkippedRecord(path=str(self.path), line=line, reason=reason))
 
 
+@dataclass
+class LineCheck:
+    """What :func:`iter_jsonl` keeps from the reader ``name`` of ``path``: records ``classify``
+    gives another format (:mod:`._mixed` sets this up for ``load`` and judges the tally after)."""
+
+    path: Path
+    name: str
+    classify: Callable[[dict[str, Any]], str | None]
+    """The format a record belongs to (``name`` or another), None when it does not say."""
+    given: int = 0
+    """Records that went to the reader."""
+    labels: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, format)`` of every record ``classify`` placed."""
+    withheld: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, format)`` of the records kept from the reader."""
+
+    def takes(self, number: int, value: dict[str, Any]) -> bool:
+        kind = self.classify(value)
+        if kind is not None:
+            self.labels.append((number, kind))
+        if kind is None or kind == self.name:
+            self.given += 1
+            return True
+        self.withheld.append((number, kind))
+        return False
+
+
+LINE_CHECK: ContextVar[LineCheck | None] = ContextVar("LINE_CHECK", default=None)
+
+
 def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON object of each non-blank line (normally one
-    per line; see the module docstring for lines that hold several)."""
+    per line; see the module docstring for lines that hold several). While a :class:`LineCheck`
+    for ``path`` is set, records of another format are kept back and tallied there."""
+    check = LINE_CHECK.get()
+    if check is not None and check.path != path:
+        check = None
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -69,7 +104,8 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
             if not isinstance(value, dict):
                 skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
                 continue
-            yield number, value
+            if check is None or check.takes(number, value):
+                yield number, value
 
 
 _DECODER = json.JSONDecoder()
