@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from contextkit.errors import ContextkitError, FormatError, MixedFormatError, UnknownFormatError
-from contextkit.formats._io import read_head
+from contextkit.formats._io import json_damage, read_head
 from contextkit.formats._locations import Discovered, Location, candidates, default_locations
 from contextkit.formats._mixed import checked_read, head_vote
 from contextkit.session import LoadedFile
@@ -96,9 +96,12 @@ def detect(path: str | Path) -> FormatReader:
     for reader in readers():
         if reader.name == voted:
             return reader
-    raise UnknownFormatError(
-        p, "not a recognised session format (tried: " + ", ".join(format_names()) + ")"
-    )
+    reason, line = "not a recognised session format", None
+    damage = json_damage(p, head)
+    if damage is not None:
+        line, problem = damage
+        reason += f": {problem} (which may be why)"
+    raise UnknownFormatError(p, reason + " (tried: " + ", ".join(format_names()) + ")", line)
 
 
 _ODD_INPUT = (

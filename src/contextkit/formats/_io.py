@@ -185,6 +185,43 @@ def _deepest_line(text: str, limit: int = 900) -> int | None:
     return None
 
 
+_DAMAGE_LIMIT = 64 * 1024 * 1024
+
+
+def json_damage(path: Path, head: str) -> tuple[int, str] | None:
+    """For a file no reader claims: the line and the problem that keeps a JSON file (``.json``,
+    ``.traj``: the whole document; ``.jsonl``: its first record) from parsing, or None when it
+    parses or is not meant to be JSON. Detection names it: a damaged file is then not just an
+    unknown format."""
+    if path.suffix not in (".json", ".traj", ".jsonl") or head.lstrip()[:1] not in ("{", "["):
+        return None
+    if path.suffix == ".jsonl":
+        return _first_line_damage(head)
+    if path.stat().st_size > _DAMAGE_LIMIT:
+        return None
+    try:
+        load_json(path)
+    except FormatError as exc:
+        return None if exc.line is None else (exc.line, exc.reason)
+    return None
+
+
+def _first_line_damage(head: str) -> tuple[int, str] | None:
+    data = head.encode("utf-8", errors="replace")
+    skip = len(data) - len(data.lstrip())
+    first = data[skip:].split(b"\n", 1)[0]
+    if len(first) >= len(data) - skip and len(data) >= HEAD_BYTES - 4:
+        return None  # a first line longer than the head: not judged from a part of it
+    line = data.count(b"\n", 0, skip) + 1
+    try:
+        json.loads(first)
+    except json.JSONDecodeError as exc:
+        return line, f"line {line} is not valid JSON ({exc.msg}, column {exc.colno})"
+    except RecursionError:
+        return line, f"line {line} is nested deeper than the JSON parser can read"
+    return None
+
+
 def first_json_object(head: str) -> dict[str, Any] | None:
     """The first line of ``head`` parsed as a JSON object, or None (for JSONL sniffing)."""
     line = head.split("\n", 1)[0].strip()
