@@ -91,3 +91,26 @@ def test_a_damaged_json_file_names_the_line(corpus: Path, tmp_path: Path, name: 
     assert info.value.line == at + 1, info.value
     assert "not valid JSON" in str(info.value)
     assert isinstance(info.value, UnknownFormatError) or "not valid JSON" in info.value.reason
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("key", ["input", "cacheWrite", "cacheRead", "output"])
+def test_a_bad_pi_count_is_a_bad_line(corpus: Path, tmp_path: Path, key: str) -> None:
+    """pi checked only that ``usage`` is an object: a bad count in it stopped the whole read
+    without a line (``cannot be read as pi``)."""
+    lines = (corpus / "pi-mono/large-session.jsonl").read_text().splitlines()
+    at = next(
+        i
+        for i, line in enumerate(lines)
+        if isinstance(json.loads(line).get("message", {}).get("usage"), dict)
+    )
+    record = json.loads(lines[at])
+    record["message"]["usage"][key] = -3
+    lines[at] = json.dumps(record)
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FormatError) as info:
+        load(path)
+    assert info.value.line == at + 1
+    assert f"message.usage.{key} must be a non-negative integer" in info.value.reason
+    assert [r.line for r in load(path, lenient=True).skipped] == [at + 1]
