@@ -62,15 +62,22 @@ class LineCheck:
     """The format a record belongs to (``name`` or another), None when it does not say."""
     given: int = 0
     """Records that went to the reader."""
-    labels: list[tuple[int, str]] = field(default_factory=list)
-    """``(line, format)`` of every record ``classify`` placed."""
+    runs: list[list[Any]] = field(default_factory=list)
+    """``[first line, last line, format]`` of each run of records ``classify`` placed alike."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Records ``classify`` placed, by format."""
     withheld: list[tuple[int, str]] = field(default_factory=list)
     """``(line, format)`` of the records kept from the reader."""
 
     def takes(self, number: int, value: dict[str, Any]) -> bool:
         kind = self.classify(value)
         if kind is not None:
-            self.labels.append((number, kind))
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            runs = self.runs
+            if runs and runs[-1][2] == kind:
+                runs[-1][1] = number
+            else:
+                runs.append([number, number, kind])
         if kind is None or kind == self.name:
             self.given += 1
             return True

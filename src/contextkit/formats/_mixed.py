@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -82,8 +82,15 @@ def _classifier(own: str) -> Callable[[dict[str, Any]], str | None] | None:
     that claims it, or None; None for a reader this module does not check."""
     if own not in _LOGS and own not in _REQUESTS:
         return None
-    among = (own, *(n for n in _LOGS if n != own), *(_REQUESTS if own in _LOGS else ()))
-    return lambda value: record_format(value, among)
+    mine = _families()[own]
+    others = (*(n for n in _LOGS if n != own), *(_REQUESTS if own in _LOGS else ()))
+
+    def classify(value: dict[str, Any]) -> str | None:
+        if _safe(mine, value):  # the common case first: one test per record of the file
+            return own
+        return record_format(value, others)
+
+    return classify
 
 
 def checked_read(
@@ -130,33 +137,28 @@ def _is_mixed(check: LineCheck) -> bool:
     return foreign >= MIXED_MIN and foreign > STRAY_SHARE * (foreign + check.given)
 
 
-def _runs(labelled: list[tuple[int, str]]) -> Iterator[tuple[int, int, str]]:
-    """``(first, last, format)`` of each run of consecutive records of one format."""
-    start = end = 0
-    current: str | None = None
+def _runs(labelled: list[tuple[int, str]]) -> list[list[Any]]:
+    """``[first, last, format]`` of each run of consecutive records of one format."""
+    runs: list[list[Any]] = []
     for line, kind in labelled:
-        if kind != current:
-            if current is not None:
-                yield start, end, current
-            start, current = line, kind
-        end = line
-    if current is not None:
-        yield start, end, current
+        if runs and runs[-1][2] == kind:
+            runs[-1][1] = line
+        else:
+            runs.append([line, line, kind])
+    return runs
 
 
 def _mixed_error(check: LineCheck) -> MixedFormatError:
-    return _error(check.path, check.labels, check.withheld[0][0])
+    return _error(check.path, check.runs, Counter(check.counts), check.withheld[0][0])
 
 
-def _error(path: Path, labelled: list[tuple[int, str]], line: int) -> MixedFormatError:
-    runs = list(_runs(labelled))
+def _error(path: Path, runs: list[list[Any]], counts: Counter[str], line: int) -> MixedFormatError:
     parts = [
         f"line {a} is {kind}" if a == b else f"lines {a}-{b} are {kind}" for a, b, kind in runs
     ]
     shown = ", ".join(parts[:_SHOWN_RUNS])
     if len(parts) > _SHOWN_RUNS:
         shown += f", and {len(parts) - _SHOWN_RUNS} more runs"
-    counts = Counter(kind for _, kind in labelled)
     tally = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
     reason = f"records of several formats ({tally}): {shown}; split the file by format"
     return MixedFormatError(path, reason, line)
@@ -196,5 +198,5 @@ def head_vote(path: Path) -> str | None:
         return kind
     if len(counts) > 1 and counts.total() - n >= MIXED_MIN:
         first_other = next(line for line, k in labelled if k != labelled[0][1])
-        raise _error(path, labelled, first_other)
+        raise _error(path, _runs(labelled), counts, first_other)
     return None
