@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import tempfile
 from collections import Counter
@@ -86,6 +87,8 @@ class Report:
     """Errors the load boundary made of a reader's stray exception (TypeError...): clean for the
     user, but a reader that did not check what it read."""
     kinds: Counter[str] = field(default_factory=Counter)
+    without_line: Counter[str] = field(default_factory=Counter)
+    """Errors naming no line, by reason (numbers as N)."""
 
     def summary(self) -> str:
         return (
@@ -93,7 +96,8 @@ class Report:
             f"{self.errors} clean errors ({self.errors_with_line} naming a line), "
             f"{len(self.tracebacks)} tracebacks, {len(self.hangs)} hangs, {len(self.unnamed)} "
             f"errors not naming the file, {len(self.lost)} lenient reads losing calls "
-            f"unreported; {len(self.caught)} errors caught at the load boundary"
+            f"unreported; {len(self.caught)} errors caught at the load boundary; without a line: "
+            f"{dict(self.without_line.most_common(8))}"
         )
 
 
@@ -108,7 +112,11 @@ def _try(path: Path, lenient: bool, report: Report, label: str) -> LoadedFile | 
         report.errors_with_line += getattr(exc, "line", None) is not None
         if str(path) not in str(exc):
             report.unnamed.append(f"{label}: {exc}")
-        if "cannot be read as" in str(exc) or "nested deeper than" in str(exc):
+        line = getattr(exc, "line", None)
+        if line is None:
+            reason = getattr(exc, "reason", str(exc))
+            report.without_line[re.sub(r"\d+", "N", reason.split(" (tried:")[0])[:80]] += 1
+        if line is None and ("cannot be read as" in str(exc) or "nested deeper than" in str(exc)):
             report.caught.append(f"{label}: {exc}"[:300])
     except Exception as exc:  # any other exception is what the fuzz looks for
         report.tracebacks.append(f"{label}: {type(exc).__name__}: {exc}"[:300])

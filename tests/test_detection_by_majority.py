@@ -2,9 +2,11 @@
 among the first records of another JSON-lines format leaves the file to its own reader, and is
 never read as a transcript of 0 calls.
 
-Not yet: a file whose very first line is the odd one, and Anthropic / Chat request files (their
-readers decide on the first record that is not a neutral body) are an unknown format, an error,
-where a vote over the records would find their own reader."""
+A file whose very first line is the odd one goes to its own reader when it is a Codex rollout or
+a request file (the formats :mod:`contextkit.formats._mixed` tells apart vote over the first
+records), with the transcript line a skipped record; a claude-trace log, a pi session or an
+OpenHands evaluation file is then an unknown format (an error naming the file), never a
+transcript."""
 
 from __future__ import annotations
 
@@ -62,11 +64,15 @@ def test_a_transcript_line_first_is_never_a_transcript(
     source = corpus / name
     path = tmp_path / source.name
     path.write_bytes(_with_line_at(_first_lines(source), _claude_code_line(corpus), 0))
-    try:
-        found = detect(path).name
-    except UnknownFormatError:
+    own = detect(source).name
+    if own != "codex":
+        with pytest.raises(UnknownFormatError):
+            detect(path)
         return
-    assert found == detect(source).name
+    assert detect(path).name == own
+    assert [(r.line, r.reason) for r in load(path, lenient=True).skipped] == [
+        (1, "a claude-code record among codex records")
+    ]
 
 
 @pytest.mark.corpus
@@ -74,20 +80,19 @@ def test_a_transcript_line_first_is_never_a_transcript(
 def test_one_transcript_line_in_converted_requests(
     corpus: Path, tmp_path: Path, target: str
 ) -> None:
-    """Anthropic, Responses and Chat request files (written by ``convert``): never a transcript
-    (their own reader for Responses, an unknown format for the others, see the docstring)."""
+    """Anthropic, Responses and Chat request files (written by ``convert``): their own reader,
+    with the transcript line a skipped record."""
     converted = convert_file(corpus / TRANSCRIPT, target)  # type: ignore[arg-type]
     clean = tmp_path / "clean.jsonl"
     clean.write_text("".join(json.dumps(r) + "\n" for r in converted.requests), encoding="utf-8")
     path = tmp_path / "requests.jsonl"
     path.write_bytes(_with_line_at(clean.read_bytes(), _claude_code_line(corpus), 1))
-    try:
-        found = detect(path).name
-    except UnknownFormatError:
-        assert target in ("anthropic", "openai-chat")
-        return
-    assert found == detect(clean).name != "claude-code"
-    assert len(load(path, lenient=True).sessions[0].calls) >= len(converted.requests) - 1
+    assert detect(path).name == detect(clean).name == target
+    loaded = load(path, lenient=True)
+    assert len(loaded.sessions[0].calls) == len(converted.requests)
+    assert [(r.line, r.reason) for r in loaded.skipped] == [
+        (2, f"a claude-code record among {target} records")
+    ]
 
 
 @pytest.mark.corpus

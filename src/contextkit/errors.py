@@ -25,6 +25,10 @@ class UnknownFormatError(FormatError):
     """No reader recognises the file."""
 
 
+class MixedFormatError(FormatError):
+    """A file holding records of several formats; the message says which lines are which."""
+
+
 class ConfigError(ContextkitError):
     """A strategy, pipeline, profile or price override is invalid; names the offending path."""
 

@@ -20,7 +20,7 @@ from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
 from contextkit.cli import report as _report  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
 from contextkit.cli._app import app, console_error, err_console
-from contextkit.errors import ContextkitError, FormatError
+from contextkit.errors import ContextkitError, FormatError, MixedFormatError, UnknownFormatError
 
 
 def _show_warning(
@@ -44,7 +44,10 @@ def main() -> None:
         app()
     except ContextkitError as exc:
         hint = ""
-        if isinstance(exc, FormatError) and exc.line is not None:
+        bad_record = isinstance(exc, FormatError) and not isinstance(
+            exc, MixedFormatError | UnknownFormatError
+        )
+        if bad_record and getattr(exc, "line", None) is not None:
             hint = " (--lenient skips bad records and lists each one)"
         console_error(str(exc) + hint)
         sys.exit(2)

@@ -7,7 +7,10 @@ records and lists each one in ``LoadedFile.skipped``.
 
 A reader module exposes ``READER``, an object with ``name``, ``sniff(path, head) -> bool`` and
 ``read(path, *, lenient) -> LoadedFile``. Detection asks the readers in ``_READER_MODULES`` order,
-most specific first.
+most specific first; a JSON-lines file none claims goes to the format most of its first records
+belong to. A file holding records of several formats is a :class:`MixedFormatError` saying which
+lines are which; a few strays among one format's records are an error naming them, or (lenient)
+skipped records (:mod:`._mixed`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
-from contextkit.errors import ContextkitError, FormatError, UnknownFormatError
-from contextkit.formats._io import read_head
+from contextkit.errors import ContextkitError, FormatError, MixedFormatError, UnknownFormatError
+from contextkit.formats._io import json_damage, read_head
 from contextkit.formats._locations import Discovered, Location, candidates, default_locations
+from contextkit.formats._mixed import checked_read, head_vote
 from contextkit.session import LoadedFile
 
 
@@ -88,9 +92,16 @@ def detect(path: str | Path) -> FormatReader:
     for reader in readers():
         if _sniffs(reader, p, head):
             return reader
-    raise UnknownFormatError(
-        p, "not a recognised session format (tried: " + ", ".join(format_names()) + ")"
-    )
+    voted = head_vote(p) if head.lstrip().startswith("{") else None
+    for reader in readers():
+        if reader.name == voted:
+            return reader
+    reason, line = "not a recognised session format", None
+    damage = json_damage(p, head)
+    if damage is not None:
+        line, problem = damage
+        reason += f": {problem} (which may be why)"
+    raise UnknownFormatError(p, reason + " (tried: " + ", ".join(format_names()) + ")", line)
 
 
 _ODD_INPUT = (
@@ -116,7 +127,7 @@ def _sniffs(reader: FormatReader, path: Path, head: str) -> bool:
 
 def _read(reader: FormatReader, path: Path, lenient: bool) -> LoadedFile:
     try:
-        return reader.read(path, lenient=lenient)
+        return checked_read(lambda: reader.read(path, lenient=lenient), reader.name, path, lenient)
     except ContextkitError:
         raise
     except RecursionError:
@@ -178,6 +189,7 @@ __all__ = [
     "Discovered",
     "FormatReader",
     "Location",
+    "MixedFormatError",
     "default_locations",
     "detect",
     "discover",

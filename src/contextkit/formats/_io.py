@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,50 @@ class Skips:
         self.records.append(SkippedRecord(path=str(self.path), line=line, reason=reason))
 
 
+@dataclass
+class LineCheck:
+    """What :func:`iter_jsonl` keeps from the reader ``name`` of ``path``: records ``classify``
+    gives another format (:mod:`._mixed` sets this up for ``load`` and judges the tally after)."""
+
+    path: Path
+    name: str
+    classify: Callable[[dict[str, Any]], str | None]
+    """The format a record belongs to (``name`` or another), None when it does not say."""
+    given: int = 0
+    """Records that went to the reader."""
+    runs: list[list[Any]] = field(default_factory=list)
+    """``[first line, last line, format]`` of each run of records ``classify`` placed alike."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Records ``classify`` placed, by format."""
+    withheld: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, format)`` of the records kept from the reader."""
+
+    def takes(self, number: int, value: dict[str, Any]) -> bool:
+        kind = self.classify(value)
+        if kind is not None:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            runs = self.runs
+            if runs and runs[-1][2] == kind:
+                runs[-1][1] = number
+            else:
+                runs.append([number, number, kind])
+        if kind is None or kind == self.name:
+            self.given += 1
+            return True
+        self.withheld.append((number, kind))
+        return False
+
+
+LINE_CHECK: ContextVar[LineCheck | None] = ContextVar("LINE_CHECK", default=None)
+
+
 def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON object of each non-blank line (normally one
-    per line; see the module docstring for lines that hold several)."""
+    per line; see the module docstring for lines that hold several). While a :class:`LineCheck`
+    for ``path`` is set, records of another format are kept back and tallied there."""
+    check = LINE_CHECK.get()
+    if check is not None and check.path != path:
+        check = None
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -69,7 +111,8 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
             if not isinstance(value, dict):
                 skips.fail(f"expected a JSON object, found {type(value).__name__}", number)
                 continue
-            yield number, value
+            if check is None or check.takes(number, value):
+                yield number, value
 
 
 _DECODER = json.JSONDecoder()
@@ -146,6 +189,43 @@ def _deepest_line(text: str, limit: int = 900) -> int | None:
                 return line
         elif char in "]}":
             depth -= 1
+    return None
+
+
+_DAMAGE_LIMIT = 64 * 1024 * 1024
+
+
+def json_damage(path: Path, head: str) -> tuple[int, str] | None:
+    """For a file no reader claims: the line and the problem that keeps a JSON file (``.json``,
+    ``.traj``: the whole document; ``.jsonl``: its first record) from parsing, or None when it
+    parses or is not meant to be JSON. Detection names it: a damaged file is then not just an
+    unknown format."""
+    if path.suffix not in (".json", ".traj", ".jsonl") or head.lstrip()[:1] not in ("{", "["):
+        return None
+    if path.suffix == ".jsonl":
+        return _first_line_damage(head)
+    if path.stat().st_size > _DAMAGE_LIMIT:
+        return None
+    try:
+        load_json(path)
+    except FormatError as exc:
+        return None if exc.line is None else (exc.line, exc.reason)
+    return None
+
+
+def _first_line_damage(head: str) -> tuple[int, str] | None:
+    data = head.encode("utf-8", errors="replace")
+    skip = len(data) - len(data.lstrip())
+    first = data[skip:].split(b"\n", 1)[0]
+    if len(first) >= len(data) - skip and len(data) >= HEAD_BYTES - 4:
+        return None  # a first line longer than the head: not judged from a part of it
+    line = data.count(b"\n", 0, skip) + 1
+    try:
+        json.loads(first)
+    except json.JSONDecodeError as exc:
+        return line, f"line {line} is not valid JSON ({exc.msg}, column {exc.colno})"
+    except RecursionError:
+        return line, f"line {line} is nested deeper than the JSON parser can read"
     return None
 
 

@@ -70,6 +70,11 @@ def check_event(event: object) -> str | None:
         return "'tool_call_metadata' must be an object with a string 'tool_call_id'"
     if "observation" in event and not isinstance(event.get("content", ""), str):
         return "an observation's 'content' must be a string"
+    response = metadata.get("model_response") if metadata is not None else None
+    try:
+        usage_from_litellm(response.get("usage") if isinstance(response, Mapping) else None)
+    except ValueError as exc:
+        return f"tool_call_metadata.model_response.{exc}"
     return None
 
 

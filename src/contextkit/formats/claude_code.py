@@ -102,7 +102,7 @@ class ClaudeCodeReader:
         looks = others = 0
         # Whole lines, past the head: another format's records may be longer than the head.
         for value in head_objects(path, limit=20):
-            if isinstance(value, dict) and _looks_like_record(value):
+            if isinstance(value, dict) and looks_like_record(value):
                 looks += 1
             elif isinstance(value, dict):
                 others += 1
@@ -136,7 +136,7 @@ def load_claude_code(path: str | Path, *, lenient: bool = False) -> LoadedFile:
     return READER.read(Path(path), lenient=lenient)
 
 
-def _looks_like_record(value: dict[str, Any]) -> bool:
+def looks_like_record(value: dict[str, Any]) -> bool:
     kind = value.get("type")
     return isinstance(kind, str) and kind in _SNIFF_TYPES and not _SNIFF_KEYS.isdisjoint(value)
 

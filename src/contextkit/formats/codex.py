@@ -405,6 +405,18 @@ def _time(value: object) -> datetime | None:
         return None
 
 
+def is_rollout_line(value: Mapping[str, Any]) -> bool:
+    """A record as Codex writes a rollout line: a known ``type``, a ``payload`` object and a
+    ``timestamp``."""
+    kind = value.get("type")
+    return (
+        isinstance(kind, str)
+        and kind in _LINE_TYPES
+        and isinstance(value.get("payload"), dict)
+        and "timestamp" in value
+    )
+
+
 class CodexReader:
     """Reader of Codex CLI rollout JSONL files."""
 
@@ -414,12 +426,7 @@ class CodexReader:
         if path.suffix != ".jsonl":
             return False
         first = first_json_object(head)
-        return (
-            first is not None
-            and first.get("type") in _LINE_TYPES
-            and isinstance(first.get("payload"), dict)
-            and "timestamp" in first
-        )
+        return first is not None and is_rollout_line(first)
 
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile:
         skips = Skips(path, lenient)

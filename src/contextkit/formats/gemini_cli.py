@@ -183,6 +183,10 @@ def _check(message: object) -> str | None:
         return "each tool call must be an object with a string 'id'"
     if not isinstance(message.get("tokens") or {}, Mapping):
         return "'tokens' must be an object"
+    try:
+        usage_from_tokens(message.get("tokens"))
+    except ValueError as exc:
+        return str(exc).replace("usage.", "tokens.", 1)
     return None
 
 

@@ -66,7 +66,10 @@ class OpenHandsReader:
             if problem is not None:
                 skips.fail(f"event {index}: {problem}", line)
                 continue
-            builder.add(event, line)
+            try:
+                builder.add(event, line)
+            except ValueError as exc:  # a bad count in the metrics it takes its usage from
+                skips.fail(f"event {index}: {exc}", line)
         return LoadedFile(
             path=str(path),
             format=NAME,

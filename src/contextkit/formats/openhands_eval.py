@@ -103,7 +103,10 @@ def _read_instance(
         if problem is not None:
             skips.fail(f"instance {instance}: event {index}: {problem}", line)
             continue
-        stream.add(event, line)
+        try:
+            stream.add(event, line)
+        except ValueError as exc:  # a bad count in the metrics it takes its usage from
+            skips.fail(f"instance {instance}: event {index}: {exc}", line)
     return stream.session(path, format=NAME, session_id=instance, notes=_notes(record, metrics))
 
 

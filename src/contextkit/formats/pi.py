@@ -202,6 +202,10 @@ def _check_message(message: object) -> str | None:
         return "a toolResult message needs a string 'toolCallId'"
     if not isinstance(message.get("usage") or {}, Mapping):
         return "'usage' must be an object"
+    try:
+        usage_from_pi(message.get("usage"))
+    except ValueError as exc:  # a bad count: a bad record of this line, not of the whole file
+        return f"message.{exc}"
     return None
 
 

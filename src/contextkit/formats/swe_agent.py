@@ -119,6 +119,10 @@ def _read_run(doc: JsonDoc, keys: tuple[Key, ...], run_id: str, skips: Skips) ->
     if steps is not None and not isinstance(steps, list):
         skips.fail(f"{where}'trajectory' must be a list", doc.line_of(*keys, "trajectory"))
         return None
+    for key in ("history", "trajectory"):
+        if key in run and run[key] is None:
+            # What the steps or messages held is gone: a loss to report, not an empty run.
+            skips.fail(f"{where}'{key}' is null (expected a list)", doc.line_of(*keys, key))
     if history is None and steps is None:
         skips.fail(f"{where}neither 'history' nor 'trajectory'", doc.line_of(*keys))
         return None

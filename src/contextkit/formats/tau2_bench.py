@@ -176,12 +176,17 @@ def _message_problem(raw: object) -> str | None:
     """Why a tau2 message cannot be read, or None."""
     if not isinstance(raw, Mapping):
         return f"expected an object, found {type(raw).__name__}"
-    if raw.get("role") not in _ROLES:
-        return f"unknown role {raw.get('role')!r} (expected assistant, user, tool or system)"
+    role = raw.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        return f"unknown role {_shown(role)} (expected assistant, user, tool or system)"
     if not isinstance(raw.get("content"), str | None):
         return "'content' must be a string or null"
     if not isinstance(raw.get("usage"), Mapping | None):
         return "'usage' must be an object or null"
+    try:
+        usage_from_litellm(raw.get("usage"))
+    except ValueError as exc:
+        return str(exc)
     cost = raw.get("cost")
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)):
         return "'cost' must be a number or null"
@@ -191,6 +196,13 @@ def _message_problem(raw: object) -> str | None:
     if calls is not None and not (isinstance(calls, list) and all(map(_is_tool_call, calls))):
         return "'tool_calls' must be a list of {name, arguments} objects"
     return None
+
+
+def _shown(value: object) -> str:
+    """A role as the error names it: a short string quoted, anything else by its type only."""
+    if isinstance(value, str) and len(value) <= 20:
+        return repr(value)
+    return f"of type {type(value).__name__}"
 
 
 def _is_tool_call(raw: object) -> bool:
