@@ -46,6 +46,7 @@ DEFAULT_SPECS = (AS_RECORDED, *PRESET_NAMES, ORACLE)
 
 _COLUMNS = (
     ("cost", "cost_usd", "money"),
+    ("summa-\nriser", "summariser_usd", "money"),
     ("uncached\nin", "input_tokens", "tokens"),
     ("cache\nread", "cache_read", "tokens"),
     ("cache\nwrite", "cache_write", "tokens"),
