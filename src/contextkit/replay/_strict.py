@@ -14,7 +14,9 @@ keeps most of them. The measures here ask for the text itself:
   ``edits``) of a tool call in the response must occur verbatim in the view (after gutters are
   removed), or the edit the model made could not have been made from what it saw. An edit is
   *needed* when the tape held its ``old_string``; one the tape never held (the model wrote it from
-  a grep line or memory) is counted as *unseen* and left out of the fraction.
+  a grep line or memory) is counted as *unseen* and left out of the fraction. A Codex
+  ``apply_patch`` patch counts one edit per hunk of an updated file: its context and removed
+  lines, in order (:mod:`._patch`), are its ``old_string``.
 
 Both are exact string tests, deterministic, and depend only on the tape, the view and the recorded
 response. What they cannot say: replay keeps the recorded responses, so a lost span means the
@@ -38,6 +40,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from contextkit.replay._patch import is_patch, patch_old_texts
 from contextkit.tokens import block_text
 
 SPAN_MIN_CHARS = 30
@@ -115,9 +118,14 @@ def edit_strings(response: Message) -> tuple[str, ...]:
         return ()
     found: list[str] = []
     for block in response.content:
-        # A free-text tool's input (Codex's apply_patch) is a string: no old_string field.
-        if isinstance(block, ToolUseBlock) and isinstance(block.input, Mapping):
+        if not isinstance(block, ToolUseBlock):
+            continue
+        if isinstance(block.input, Mapping):
             found.extend(_edit_strings(block.input))
+        # Codex's apply_patch: a free-text input (or a shell command) holding a patch.
+        for text in _strings(block.input):
+            if is_patch(text):
+                found.extend(patch_old_texts(text))
     return tuple(found)
 
 
