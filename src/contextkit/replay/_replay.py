@@ -43,8 +43,9 @@ from contextkit.replay._recall import (
     CallRecall,
     FactIndex,
     RecallReport,
+    all_kept,
+    lost_facts,
     needed_facts,
-    score_sets,
     summarise,
     wanted_index,
 )
@@ -352,12 +353,15 @@ class _Scorer:
             )
         )
         facts, tape_system = index.of(response), index.system_text(thread.tape)
-        scored = score_sets(
-            facts, thread.tape_facts, tape_system, thread.view_facts, index.system_text(shaped)
-        )
+        needed = needed_facts(facts, thread.tape_facts, tape_system)
+        if thread.view_facts is thread.tape_facts and shaped.system is thread.tape.system:
+            scored = all_kept(len(needed))  # the view holds the tape's facts: nothing lost
+        else:
+            scored = lost_facts(needed, thread.view_facts, index.system_text(shaped))
         assert self.weights is not None
-        total = self.weights.total(needed_facts(facts, thread.tape_facts, tape_system))
-        self.weighted.append((total, total - self.weights.total(scored.lost)))
+        total = self.weights.total(needed) if needed else 0.0
+        lost = self.weights.total(scored.lost) if scored.lost else 0.0
+        self.weighted.append((total, total - lost))
         return scored
 
 

@@ -120,25 +120,40 @@ def edit_strings(response: Message) -> tuple[str, ...]:
     for block in response.content:
         if not isinstance(block, ToolUseBlock):
             continue
-        if isinstance(block.input, Mapping):
-            found.extend(_edit_strings(block.input))
-        # Codex's apply_patch: a free-text input (or a shell command) holding a patch.
-        for text in _strings(block.input):
-            if is_patch(text):
-                found.extend(patch_old_texts(text))
+        payload = block.input
+        if isinstance(payload, Mapping):
+            _edit_strings(payload, found)
+            _patches(payload.values(), found)
+        elif isinstance(payload, str):  # a free-text tool's input (Codex's apply_patch)
+            _patches((payload,), found)
     return tuple(found)
 
 
-def _edit_strings(payload: Mapping[str, object]) -> Iterator[str]:
+def _edit_strings(payload: Mapping[str, object], found: list[str]) -> None:
     for key in EDIT_KEYS:
         value = payload.get(key)
         if isinstance(value, str) and value:
-            yield value
+            found.append(value)
     edits = payload.get("edits")
     if isinstance(edits, list | tuple):
         for edit in edits:
             if isinstance(edit, Mapping):
-                yield from _edit_strings(edit)
+                _edit_strings(edit, found)
+
+
+def _patches(values: Iterable[object], found: list[str]) -> None:
+    """The hunks of the patches among ``values``: a free-text input, a top-level string field
+    (``cmd``, ``input``) or an item of a top-level list (``command: ["bash", "-lc", ...]``, a
+    shell command piping a patch into ``apply_patch``). Shallow on purpose: this runs on every
+    tool call of every response."""
+    for value in values:
+        if isinstance(value, str):
+            if is_patch(value):
+                found.extend(patch_old_texts(value))
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str) and is_patch(item):
+                    found.extend(patch_old_texts(item))
 
 
 @dataclass(frozen=True)
