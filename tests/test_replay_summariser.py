@@ -192,3 +192,19 @@ def test_a_summariser_model_without_a_price_leaves_the_cost_unknown() -> None:
     assert done.cost_usd is None
     assert done.rows[AT].cost_usd is None
     assert done.rows[AT - 1].cost_usd is not None
+
+
+def test_compare_shows_the_summariser_apart_when_wide() -> None:
+    from contextkit.cli import replay as cli_replay  # noqa: PLC0415
+
+    usage = Usage(input_tokens=120, cache_read=5_000, output_tokens=300)
+    summary = _run(_session(), "short hand-off", usage).summary()
+    wide = dict(
+        zip(
+            [k for _, k, _ in cli_replay._columns(True)],
+            cli_replay._summary_cells(summary, True),
+            strict=True,
+        )
+    )
+    assert wide["summariser_usd"] == f"${PRICE.cost(usage):.4f}"
+    assert "summariser_usd" not in [k for _, k, _ in cli_replay._columns(False)]
