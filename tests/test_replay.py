@@ -81,6 +81,8 @@ SUMMARY_KEYS = {
     "edits",
     "edits_infeasible",
     "edits_unseen",
+    "summariser_usd",
+    "summariser_calls",
 }
 
 

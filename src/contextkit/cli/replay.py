@@ -59,6 +59,16 @@ _COLUMNS = (
 """The figures of a replay summary: header, key, kind (``recall`` and ``percent`` are shares:
 a mean over sessions, never a sum)."""
 SHARES = ("recall", "percent")
+_SUMMARISER = ("summa-\nriser", "summariser_usd", "money")
+"""What the strategy's own summary calls cost (part of ``cost``), shown apart with ``--wide``
+(and in the JSON as ``summariser_usd``)."""
+
+
+def _columns(wide: bool) -> tuple[tuple[str, str, str], ...]:
+    """The figures shown: with ``wide``, the summariser's cost after the cost."""
+    return (_COLUMNS[0], _SUMMARISER, *_COLUMNS[1:]) if wide else _COLUMNS
+
+
 SAVINGS_NOTE = (
     "savings are against the as-recorded requests priced by the same simulator (the harness's "
     "own compaction calls included; the recorded bill is the as-recorded cost) and against none"
@@ -78,7 +88,7 @@ def _figure(kind: str, value: Any, wide: bool) -> str:
 
 
 def _summary_cells(summary: dict[str, Any], wide: bool) -> list[str]:
-    return [_figure(kind, summary.get(key), wide) for _, key, kind in _COLUMNS]
+    return [_figure(kind, summary.get(key), wide) for _, key, kind in _columns(wide)]
 
 
 _Lenient = Annotated[bool, typer.Option("--lenient", help="Skip bad records, list them.")]
@@ -164,7 +174,7 @@ def _print_replay(
     where = t.short_path(result.session.path or "", wide, width=48)
     tab = t.table(f"{escape(where)} ({result.session.model}, {len(result.rows)} calls)")
     t.label_column(tab, "strategy")
-    for header, _, _ in _COLUMNS:
+    for header, _, _ in _columns(wide):
         t.number_column(tab, header)
     shown = {AS_RECORDED: baseline, "none": none, result.strategy: result}
     for name, rep in shown.items():
@@ -399,7 +409,7 @@ def _totals_table(
     note = f"; {left} session(s) left out: a price or the bill unknown" if left else ""
     tab = t.table(f"totals over {len(priced)} session(s){note}")
     t.label_column(tab, "strategy")
-    for header, _, _ in _COLUMNS:
+    for header, _, _ in _columns(wide):
         t.number_column(tab, header)
     t.number_column(tab, "vs\nas-rec")
     t.number_column(tab, "best\nin")
@@ -413,10 +423,12 @@ def _totals_table(
     for name in strategies:
         summaries = [by[name] for by in priced]
         total: dict[str, Any] = {
-            key: sum(s[key] for s in summaries) for _, key, kind in _COLUMNS if kind not in SHARES
+            key: sum(s[key] for s in summaries)
+            for _, key, kind in _columns(wide)
+            if kind not in SHARES
         }
         total["peak_context_tokens"] = max((s["peak_context_tokens"] for s in summaries), default=0)
-        for _, key, kind in _COLUMNS:
+        for _, key, kind in _columns(wide):
             if kind in SHARES:
                 known = [s[key] for s in summaries if s.get(key) is not None]
                 total[key] = sum(known) / len(known) if known else None
@@ -433,14 +445,14 @@ def _detail_table(rows: list[dict[str, Any]], base: str) -> Any:
     tab = t.table("every session under every strategy")
     t.label_column(tab, "session / strategy")
     t.number_column(tab, "calls")
-    for header, _, _ in _COLUMNS:
+    for header, _, _ in _columns(True):
         t.number_column(tab, header)
     last = None
     for row in rows:
         if row["path"] != last:
             tab.add_section()
             shown = os.path.relpath(row["path"], base) if base else row["path"]
-            tab.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_COLUMNS) + 1))
+            tab.add_row(f"[bold]{escape(shown)}[/]", *[""] * (len(_columns(True)) + 1))
             last = row["path"]
         tab.add_row(
             "  " + row["strategy"], f"{row['calls']:,}", *_summary_cells(row["summary"], True)

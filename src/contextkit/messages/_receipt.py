@@ -25,6 +25,9 @@ class Receipt(BaseModel):
     """Tokens a strategy spent itself (an LLM summary call), billed apart from the view."""
     model: str | None = None
     """The model that produced ``usage`` (a summariser may run on a cheaper model)."""
+    summary_tokens: int | None = None
+    """Tokens of the summary a summariser wrote (its output), on ``summarised`` and
+    ``summary_discarded`` receipts: a replay models the call of an offline summariser from it."""
 
 
 __all__ = ["Receipt"]

@@ -206,6 +206,17 @@ def _all_kept(needed: int) -> CallRecall:
 _ALL_KEPT: dict[int, CallRecall] = {}
 
 
+def all_kept(needed: int) -> CallRecall:
+    """The score of a call whose view kept all of its ``needed`` facts."""
+    return _all_kept(needed)
+
+
+def lost_facts(needed: set[str], facts: AbstractSet[str], system: str) -> CallRecall:
+    """The score of ``needed`` (:func:`needed_facts`) against a view whose messages hold
+    ``facts`` and whose system prompt is ``system``."""
+    return _lost(needed, facts, system)
+
+
 def system_text(conversation: Conversation) -> str:
     return "\n".join(block_text(b) for b in conversation.system_blocks)
 
@@ -255,7 +266,9 @@ __all__ = [
     "FactIndex",
     "Held",
     "RecallReport",
+    "all_kept",
     "extract_facts",
+    "lost_facts",
     "message_text",
     "needed_facts",
     "score_call",

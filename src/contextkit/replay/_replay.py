@@ -43,8 +43,9 @@ from contextkit.replay._recall import (
     CallRecall,
     FactIndex,
     RecallReport,
+    all_kept,
+    lost_facts,
     needed_facts,
-    score_sets,
     summarise,
     wanted_index,
 )
@@ -56,6 +57,7 @@ from contextkit.replay._strict import (
     score_quality,
     summarise_quality,
 )
+from contextkit.replay._summariser import SummariserBill, SummariserCall
 from contextkit.replay._walk import _Thread, _Walker, _with_head
 from contextkit.session import Session
 from contextkit.strategies.base import CallFacts, Receipt, Strategy, head_tokens
@@ -80,6 +82,9 @@ class ReplayRow(BaseModel):
     cache_read: int
     output_tokens: int
     cost_usd: float | None
+    """The request's cost plus ``summariser_usd`` (None when a price is unknown)."""
+    summariser_usd: float | None = 0.0
+    """What the strategy's own summary calls at this call cost (:mod:`._summariser`)."""
     compacted: bool
     tokens_freed: int
     overflow: bool
@@ -115,6 +120,15 @@ class Replay:
     quality: QualityReport | None = None
     """The strict measures (copied spans, edit feasibility); None for ``as-recorded`` (its views
     are the requests the responses were made from: nothing to measure)."""
+    summariser: tuple[SummariserCall, ...] = ()
+    """The strategy's own summary calls (billed, or modelled for an offline summariser), part of
+    :meth:`summary`'s costs and of the rows' ``cost_usd``, shown apart as ``summariser_usd``."""
+
+    @property
+    def summariser_usd(self) -> float | None:
+        """USD of the strategy's summary calls (None when a price is unknown)."""
+        costs = [c.cost_usd for c in self.summariser]
+        return None if None in costs else float(sum(c for c in costs if c is not None))
 
     @cached_property
     def requests(self) -> tuple[Conversation, ...]:
@@ -126,7 +140,9 @@ class Replay:
 
     @property
     def cost_usd(self) -> float | None:
-        return self.ledger.simulated.total_cost
+        """The simulated cost of the requests and of the strategy's summary calls."""
+        cost, extra = self.ledger.simulated.total_cost, self.summariser_usd
+        return None if cost is None or extra is None else cost + extra
 
     @property
     def recorded_cost_usd(self) -> float | None:
@@ -143,6 +159,10 @@ class Replay:
         simulated = table.total_cost
         if simulated is not None and self.harness_simulated_usd:
             simulated += self.harness_simulated_usd
+        summariser = self.summariser_usd
+        if self.summariser:  # the strategy's own summary calls (none for as-recorded)
+            cost = None if cost is None or summariser is None else cost + summariser
+            simulated = None if simulated is None or summariser is None else simulated + summariser
         return {
             "input_tokens": int(totals["input"] or 0),
             "cache_read": int(totals["cache_read"] or 0),
@@ -151,6 +171,8 @@ class Replay:
             "cost_usd": cost,
             "simulated_cost_usd": simulated,
             "harness_compaction_usd": self.harness_usd,
+            "summariser_usd": summariser,
+            "summariser_calls": len(self.summariser),
             "peak_context_tokens": self._peak_context(real),
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
@@ -238,9 +260,11 @@ def replay(
     if isinstance(cache, AnthropicCache) and cache.ttl_s > 0:
         base = base.model_copy(update={"cache_ttl_s": cache.ttl_s})
     previous: dict[int, tuple[datetime | None, str | None]] = {}  # per thread: time, model
+    bill = SummariserBill(price=price, session_model=session.model)
     for i, call in enumerate(session.calls):
         thread, new = walker.step(i, call)
         unchanged = thread.view is thread.tape  # the strategy has left the tape as it was
+        sent = thread.view  # what the thread's previous request sent (its cached prefix)
         thread.tape = _with_head(thread.tape, call.request, new)
         view = thread.tape if unchanged else _with_head(thread.view, call.request, new)
         now = call.timestamp or datetime.now(UTC)  # CallFacts' own default
@@ -260,6 +284,8 @@ def replay(
         }
         facts = base.model_copy(update=update)
         result = strategy(view, facts)
+        if result.receipts:
+            bill.add(i, result.receipts, view, sent, facts)
         scores.append(scorer.score(thread, new, view, result.view, call.response))
         thread.view = result.view
         views.append(result.view)
@@ -275,6 +301,7 @@ def replay(
         counter=counter,
         price=price,
         window=window,
+        bill=bill,
     )
     recall = summarise(scores, weighted=scorer.weighted)
     return replace(done, recall=recall, quality=summarise_quality(scorer.quality))
@@ -326,12 +353,15 @@ class _Scorer:
             )
         )
         facts, tape_system = index.of(response), index.system_text(thread.tape)
-        scored = score_sets(
-            facts, thread.tape_facts, tape_system, thread.view_facts, index.system_text(shaped)
-        )
+        needed = needed_facts(facts, thread.tape_facts, tape_system)
+        if thread.view_facts is thread.tape_facts and shaped.system is thread.tape.system:
+            scored = all_kept(len(needed))  # the view holds the tape's facts: nothing lost
+        else:
+            scored = lost_facts(needed, thread.view_facts, index.system_text(shaped))
         assert self.weights is not None
-        total = self.weights.total(needed_facts(facts, thread.tape_facts, tape_system))
-        self.weighted.append((total, total - self.weights.total(scored.lost)))
+        total = self.weights.total(needed) if needed else 0.0
+        lost = self.weights.total(scored.lost) if scored.lost else 0.0
+        self.weighted.append((total, total - lost))
         return scored
 
 
@@ -411,16 +441,18 @@ def _finish(
     counter: TokenCounter,
     price: ModelPrice | None,
     window: int,
+    bill: SummariserBill,
 ) -> Replay:
     recorded = [c.usage for c in session.calls]
     base_cache = default_cache(session, [u for u in recorded if u is not None] or None)
     ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
     cache = base_cache.model_copy(update={"placement": "engine"}) if ttl else base_cache
     ledger = price_session(session, counter, price, cache=cache, output="recorded", requests=views)
-    rows = _rows(session, ledger, receipts, scores, window)
+    rows = _rows(session, ledger, receipts, scores, window, bill.per_call(len(session.calls)))
     return Replay(
         session=session,
         strategy=name,
+        summariser=tuple(bill.calls or ()),
         mark_ttl_s=ttl,
         receipts=tuple(receipts),
         ledger=ledger,
@@ -438,6 +470,7 @@ def _rows(
     receipts: Sequence[tuple[Receipt, ...]],
     scores: Sequence[CallRecall],
     window: int,
+    summariser: Sequence[float | None] | None = None,
 ) -> tuple[ReplayRow, ...]:
     table = ledger.simulated
     columns = zip(  # plain lists: indexing numpy arrays element by element is slow
@@ -447,6 +480,7 @@ def _rows(
         table.cache_read.tolist(),
         table.output.tolist(),
         table.cost_usd.tolist(),
+        summariser or [0.0] * len(receipts),
         strict=True,
     )
     rows = [
@@ -457,14 +491,15 @@ def _rows(
             "cache_write": written,
             "cache_read": read,
             "output_tokens": output,
-            "cost_usd": None if math.isnan(cost) else cost,
-            "compacted": bool(receipts[i]),
+            "cost_usd": None if math.isnan(cost) or extra is None else cost + extra,
+            "summariser_usd": extra,
+            "compacted": any(r.action != "summary_discarded" for r in receipts[i]),
             "tokens_freed": sum([r.tokens_freed for r in receipts[i]]) if receipts[i] else 0,
             "overflow": context > window,
             "needed": scores[i].needed,
             "kept": scores[i].kept,
         }
-        for i, (context, uncached, written, read, output, cost) in enumerate(columns)
+        for i, (context, uncached, written, read, output, cost, extra) in enumerate(columns)
     ]
     return _ROWS.validate_python(rows)  # validated in one call: cheaper than a model per row
 

@@ -163,6 +163,7 @@ def markdown_table(results: Sequence[Mapping[str, Any]], root: str | Path | None
 SESSION_COLUMNS = (
     "strategy",
     "cost",
+    "summariser",
     "vs as-recorded",
     "vs none",
     "vs oracle",
@@ -184,9 +185,13 @@ def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | No
     edit_cell = (
         "n/a" if edits is None else f"{edits:.0%} ({s['edits_infeasible']} of {s['edits']} not)"
     )
+    extra = s.get("summariser_usd")
+    calls = s.get("summariser_calls") or 0
+    summariser = "unknown" if extra is None else f"${extra:,.2f} ({calls})" if calls else "-"
     return [
         f"**{name}**" if name == ORACLE else name,
         money,
+        summariser,
         _pct(saved["vs_as_recorded"]),
         _pct(saved["vs_none"]),
         _pct(saved["vs_oracle"]),

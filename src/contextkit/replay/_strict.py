@@ -14,7 +14,9 @@ keeps most of them. The measures here ask for the text itself:
   ``edits``) of a tool call in the response must occur verbatim in the view (after gutters are
   removed), or the edit the model made could not have been made from what it saw. An edit is
   *needed* when the tape held its ``old_string``; one the tape never held (the model wrote it from
-  a grep line or memory) is counted as *unseen* and left out of the fraction.
+  a grep line or memory) is counted as *unseen* and left out of the fraction. A Codex
+  ``apply_patch`` patch counts one edit per hunk of an updated file: its context and removed
+  lines, in order (:mod:`._patch`), are its ``old_string``.
 
 Both are exact string tests, deterministic, and depend only on the tape, the view and the recorded
 response. What they cannot say: replay keeps the recorded responses, so a lost span means the
@@ -38,6 +40,7 @@ from contextkit.messages import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from contextkit.replay._patch import is_patch, patch_old_texts
 from contextkit.tokens import block_text
 
 SPAN_MIN_CHARS = 30
@@ -115,22 +118,42 @@ def edit_strings(response: Message) -> tuple[str, ...]:
         return ()
     found: list[str] = []
     for block in response.content:
-        # A free-text tool's input (Codex's apply_patch) is a string: no old_string field.
-        if isinstance(block, ToolUseBlock) and isinstance(block.input, Mapping):
-            found.extend(_edit_strings(block.input))
+        if not isinstance(block, ToolUseBlock):
+            continue
+        payload = block.input
+        if isinstance(payload, Mapping):
+            _edit_strings(payload, found)
+            _patches(payload.values(), found)
+        elif isinstance(payload, str):  # a free-text tool's input (Codex's apply_patch)
+            _patches((payload,), found)
     return tuple(found)
 
 
-def _edit_strings(payload: Mapping[str, object]) -> Iterator[str]:
+def _edit_strings(payload: Mapping[str, object], found: list[str]) -> None:
     for key in EDIT_KEYS:
         value = payload.get(key)
         if isinstance(value, str) and value:
-            yield value
+            found.append(value)
     edits = payload.get("edits")
     if isinstance(edits, list | tuple):
         for edit in edits:
             if isinstance(edit, Mapping):
-                yield from _edit_strings(edit)
+                _edit_strings(edit, found)
+
+
+def _patches(values: Iterable[object], found: list[str]) -> None:
+    """The hunks of the patches among ``values``: a free-text input, a top-level string field
+    (``cmd``, ``input``) or an item of a top-level list (``command: ["bash", "-lc", ...]``, a
+    shell command piping a patch into ``apply_patch``). Shallow on purpose: this runs on every
+    tool call of every response."""
+    for value in values:
+        if isinstance(value, str):
+            if is_patch(value):
+                found.extend(patch_old_texts(value))
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str) and is_patch(item):
+                    found.extend(patch_old_texts(item))
 
 
 @dataclass(frozen=True)

@@ -76,11 +76,16 @@ COLD_EVICT_TOKENS = 5_000
 """... or once they exceed this many when the cache is cold anyway (the rewrite is free)."""
 
 
+SLIDE_HIGH, SLIDE_LOW = 0.8, 0.5
+"""The sliding-window preset's high- and low-water marks, as fractions of the context window."""
+
+
 def _sliding(**params: Any) -> StrategyModel:
-    """A window that slides rarely: over 80% of the context window (or over 55% when the cache is
-    cold anyway), down to 50% (each slide rewrites the whole cached message history, so sliding by
-    one message per call would make every call a cache write)."""
-    return Hysteresis(SlidingWindow(**params), when_cold=0.55)
+    """A window that slides rarely: over 80% of the context window, down to 50% (each slide
+    rewrites the whole cached message history, so sliding by one message per call would make every
+    call a cache write); and whenever the cache is cold anyway and the view is above the 50%
+    target: the rewrite costs nothing extra then, so it slides down to the target at once."""
+    return Hysteresis(SlidingWindow(**params), high=SLIDE_HIGH, low=SLIDE_LOW, when_cold=SLIDE_LOW)
 
 
 def _evict_trigger() -> CacheTimed:

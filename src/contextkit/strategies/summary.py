@@ -16,9 +16,10 @@ Contract of :class:`ReplaceWithSummary`:
   turn, at a round boundary (:func:`in_turn`): the view opens with the latest request's message
   holding ``(pinned task, summary, request)``, the request's blocks verbatim, then the last rounds
   as sent (signed thinking included). Every kept tool_use keeps its result; roles alternate.
-- The summariser's own usage and model go on the receipt, to be billed apart from the view; a
-  summary that cost a model call and is discarded (not smaller) still leaves a receipt
-  (``summary_discarded``) carrying its usage.
+- The summariser's own usage and model go on the receipt, to be billed apart from the view, with
+  the summary's size (``summary_tokens``: a replay models an offline summariser's call from it); a
+  summary that is discarded (not smaller) still leaves a receipt (``summary_discarded``) carrying
+  them, with the same view object: the call was made (and, live, paid for) all the same.
 """
 
 from __future__ import annotations
@@ -209,13 +210,11 @@ def _answer(
     replaced: str,
 ) -> Compacted:
     """The compacted view with its receipt; the old view when the summary frees nothing (with a
-    receipt all the same when the summary cost a model call: it was paid for)."""
+    ``summary_discarded`` receipt all the same: the summariser was called)."""
     counter = facts.counter
     freed = counter.count_conversation(view) - counter.count_conversation(new)
     tokens = counter.count_text(summary.text)
-    if freed <= 0:
-        if summary.usage is None:
-            return Compacted(view=view)
+    if freed <= 0:  # a receipt all the same: a live summariser's call is paid for
         discarded = Receipt(
             strategy=strategy,
             action="summary_discarded",
@@ -224,6 +223,7 @@ def _answer(
             detail=f"a {tokens}-token summary was not smaller than what it replaced; discarded",
             usage=summary.usage,
             model=summary.model,
+            summary_tokens=tokens,
         )
         return Compacted(view=view, receipts=(discarded,))
     receipt = Receipt(
@@ -234,6 +234,7 @@ def _answer(
         detail=f"{replaced} replaced by a {tokens}-token summary",
         usage=summary.usage,
         model=summary.model,
+        summary_tokens=tokens,
     )
     return Compacted(view=new, receipts=(receipt,))
 
