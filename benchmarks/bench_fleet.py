@@ -7,8 +7,9 @@ sizes drawn from the corpus fit) of 100 and 1,000 sessions, and 10,000 with
 strategy to Parquet) in a fresh interpreter. Measured per run: wall time of the run itself (Ray:
 on a cluster started before the clock, ``num_cpus`` = the pool's jobs); CPU seconds of the
 interpreter and of every process it started (sampled from /proc every 0.25 s: pool workers, Ray's
-raylet and workers, less what the cluster spent before the clock); peak RSS of the interpreter,
-of the largest other process and of the whole tree. Sessions per second per core: sessions /
+raylet and workers, less what the cluster spent before the clock); peak RSS of the interpreter
+(its VmHWM: ``ru_maxrss`` would include the peak of the pytest process it was started from), of
+the largest other process and of the whole tree. Sessions per second per core: sessions /
 wall / processes that worked (on a loaded machine wall time says more about the load than about
 the code, so it is also given per CPU second). Goals, checked in a benchmark run only: time linear
 (CPU for 1,000 within 7-14x of 100; with LARGE, 10,000 within 7-14x of 1,000), memory flat (the
@@ -48,7 +49,7 @@ JOBS = 2
 SEED = 5
 
 _RUN = """
-import json, os, resource, sys, threading, time
+import json, os, sys, threading, time
 from pathlib import Path
 from contextkit.fleet import FleetConfig, run_fleet
 folder, out, engine, jobs, specs = json.loads(sys.argv[1])
@@ -107,7 +108,10 @@ self_cpu = time.process_time() - self_cpu
 stop.set()
 thread.join()
 workers_cpu = sum(c - before.get(p, 0.0) for p, c in cpu.items())
-me_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so it would report the peak of the
+# pytest process this interpreter was started from (which wrote the fleets), not its own.
+with open("/proc/self/status") as fh:
+    me_mb = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:")) / 1024
 print(json.dumps({"wall_s": wall, "cpu_s": self_cpu + workers_cpu, "rss_mb": me_mb,
                   "worker_rss_mb": max(peak.values(), default=0.0),
                   "tree_rss_mb": me_mb + total_peak[0],

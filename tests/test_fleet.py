@@ -3,6 +3,7 @@ reported, interrupted runs resumed with no session computed twice and none lost.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ from contextkit.fleet import (
 )
 from contextkit.fleet.synthetic import write_fleet
 from contextkit.formats import load
+from contextkit.messages import Message
 
 # Some corpus files name no model (or a placeholder): their cost is null, with a warning.
 pytestmark = pytest.mark.filterwarnings("ignore::contextkit.pricing.UnknownPriceWarning")
@@ -355,3 +357,20 @@ def test_outcomes_are_plain_values(fleet: Path) -> None:
     assert isinstance(outcome, FileOutcome)
     json.dumps([{k: str(v) for k, v in r.items()} for r in outcome.sessions])
     assert outcome.computed == 2
+
+
+def _live_messages() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Message))
+
+
+def test_a_worker_keeps_no_message_of_the_files_it_finished(fleet: Path) -> None:
+    """Memory flat in the number of sessions: after each file, nothing (a strategy's identity
+    memo, a cached head and its counter) keeps that file's messages alive in the process."""
+    tasks = list(walk_files([fleet]))
+    keys = CONFIG.strategy_keys()
+    process_file(tasks[0], CONFIG, keys)  # what a first file loads once (prices, readers)
+    before = _live_messages()
+    for task in tasks[1:]:
+        assert process_file(task, CONFIG, keys).status == "ok"
+    assert _live_messages() == before

@@ -39,6 +39,7 @@ from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
+    FleetRun,
     OutOption,
     PerCallOption,
     QuietOption,
@@ -161,27 +162,16 @@ def cost_command(
         )
         if fit or any(v is not None for v in others):
             raise typer.BadParameter("--out prices recordings as recorded, or under --strategy")
-        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
-
-        specs = (AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy)
-        config = FleetConfig(
+        run_fleet_command(
+            paths,
+            every,
+            FleetRun(out, engine, jobs, resume, quiet, json_out),
             command="cost",
-            specs=specs,
+            specs=(AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy),
             per_call=per_call,
             model=model,
             lenient=lenient,
             format=format_name,
-        )
-        run_fleet_command(
-            paths,
-            every,
-            config,
-            out,
-            engine=engine,
-            jobs=jobs,
-            resume=resume,
-            quiet=quiet,
-            as_json=json_out,
         )
         return
     from contextkit.estimate import WhatIfs, plot_report  # noqa: PLC0415  (loads in the command)

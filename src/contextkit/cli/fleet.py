@@ -13,6 +13,7 @@ strategy over the whole output (``--json``: the run's summary as one document).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -67,31 +68,38 @@ def check_fleet_options(out: Path | None, per_call: bool, resume: bool, engine: 
         raise typer.BadParameter("--per-call, --resume and --engine need --out results.parquet")
 
 
+@dataclass(frozen=True)
+class FleetRun:
+    """A command's ``--out`` and the options that go with it (what :func:`run_fleet_command`
+    needs beside the :class:`FleetConfig`)."""
+
+    out: Path
+    engine: str
+    jobs: int | None
+    resume: bool
+    quiet: bool
+    as_json: bool
+
+
 def run_fleet_command(
-    paths: list[Path] | None,
-    every: bool,
-    config: FleetConfig,
-    out: Path,
-    *,
-    engine: str,
-    jobs: int | None,
-    resume: bool,
-    quiet: bool,
-    as_json: bool,
+    paths: list[Path] | None, every: bool, run: FleetRun, **options: object
 ) -> None:
-    """Run ``config`` over ``paths`` (and, with none or ``--all``, what discovery finds) into
-    ``out``, then print the summary; exit 2 if a file could not be read."""
+    """Run the :class:`FleetConfig` of ``options`` over ``paths`` (and, with none or ``--all``,
+    what discovery finds) into ``run.out``, then print the summary; exit 2 if a file could not
+    be read."""
     from rich.markup import escape  # noqa: PLC0415  (rich and the library load in the command)
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
-    from contextkit.fleet import run_fleet  # noqa: PLC0415
+    from contextkit.fleet import FleetConfig, run_fleet  # noqa: PLC0415
 
+    config = FleetConfig.model_validate(options)
+    out = run.out
     named = list(paths or [])
     if every or not named:
         named += [p for d in discover_here() for p in d.files]
         if not named:  # discovery found nothing (and said so)
             return
-    show = not quiet and sys.stderr.isatty()
+    show = not run.quiet and sys.stderr.isatty()
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, disable=not show) as progress:
         task = progress.add_task("", total=None)
@@ -107,9 +115,9 @@ def run_fleet_command(
                 named,
                 config,
                 out,
-                engine=cast("Engine", engine),  # checked by the option's callback
-                jobs=jobs,
-                resume=resume,
+                engine=cast("Engine", run.engine),  # checked by the option's callback
+                jobs=run.jobs,
+                resume=run.resume,
                 on_file=advance,
             )
         except KeyboardInterrupt:
@@ -119,7 +127,7 @@ def run_fleet_command(
                 highlight=False,
             )
             raise typer.Exit(130) from None
-    _report(summary, config, as_json)
+    _report(summary, config, run.as_json)
     if summary.errors:
         raise typer.Exit(2)
 

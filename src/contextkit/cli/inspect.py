@@ -27,6 +27,7 @@ from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
+    FleetRun,
     OutOption,
     PerCallOption,
     QuietOption,
@@ -251,26 +252,16 @@ def inspect_command(
     if out is not None:
         if what_if_model is not None or plot is not None:
             raise typer.BadParameter("--what-if-model and --plot are not taken with --out")
-        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
-
-        config = FleetConfig(
+        run_fleet_command(
+            files,
+            every,
+            FleetRun(out, engine, jobs, resume, quiet, json_out),
             command="inspect",
             doctor=cache,
             per_call=per_call,
             model=model,
             lenient=lenient,
             format=format_name,
-        )
-        run_fleet_command(
-            files,
-            every,
-            config,
-            out,
-            engine=engine,
-            jobs=jobs,
-            resume=resume,
-            quiet=quiet,
-            as_json=json_out,
         )
         return
     from contextkit.accounting import diagnose_cache, diagnosis_json, report_json  # noqa: PLC0415

@@ -28,6 +28,7 @@ from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import (
     EngineOption,
     FleetJobsOption,
+    FleetRun,
     OutOption,
     PerCallOption,
     QuietOption,
@@ -250,21 +251,15 @@ def compare_command(
     if out is not None:
         if markdown or plot is not None:
             raise typer.BadParameter("--markdown and --plot print one table: not with --out")
-        from contextkit.fleet import FleetConfig  # noqa: PLC0415  (the library loads here)
-
-        config = FleetConfig(
-            command="compare", specs=specs, per_call=per_call, model=model, lenient=lenient
-        )
         run_fleet_command(
             paths,
             every,
-            config,
-            out,
-            engine=engine,
-            jobs=jobs,
-            resume=resume,
-            quiet=quiet,
-            as_json=as_json,
+            FleetRun(out, engine, jobs, resume, quiet, as_json),
+            command="compare",
+            specs=specs,
+            per_call=per_call,
+            model=model,
+            lenient=lenient,
         )
         return
     from rich.progress import Progress  # noqa: PLC0415  (rich loads only when a command prints)

@@ -47,11 +47,25 @@ _MEMO: dict[int, tuple[Message, MessageInfo]] = {}
 _MEMO_LIMIT = 200_000
 
 
+_CLEARS: list[Callable[[], None]] = []
+
+
+def forget_with_messages(clear: Callable[[], None]) -> None:
+    """Register ``clear``, a function that empties a memo keyed by message (or view part)
+    identity, for :func:`clear_message_memo` to call."""
+    _CLEARS.append(clear)
+
+
 def clear_message_memo() -> None:
-    """Forget the memo of :func:`info`. It keeps up to ``_MEMO_LIMIT`` messages alive: a process
-    that replays many independent sessions one after another (a fleet worker) calls this between
-    them, so what it holds is one session's messages, not the last 200,000."""
+    """Forget every identity memo of the strategies: :func:`info`'s and those registered with
+    :func:`forget_with_messages` (the eviction's live results, the heads' token counts). Each is
+    bounded but keeps what it holds alive (up to 200,000 messages; up to 1,000 heads, each with
+    the counter that counted them, and so that counter's memo of a whole session): a process that
+    replays many independent sessions one after another (a fleet worker) calls this between
+    them, so what it holds is one session's messages, not those of the last thousands."""
     _MEMO.clear()
+    for clear in _CLEARS:
+        clear()
 
 
 def info(message: Message) -> MessageInfo:

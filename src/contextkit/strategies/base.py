@@ -16,9 +16,11 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextkit.messages import Conversation, Receipt
+from contextkit.strategies._structure import forget_with_messages
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 _HEADS: dict[tuple[int, int, int], tuple[object, object, object, int]] = {}
+forget_with_messages(_HEADS.clear)
 
 
 def head_tokens(view: Conversation, counter: TokenCounter) -> int:

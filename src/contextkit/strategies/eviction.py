@@ -43,6 +43,7 @@ from contextkit.messages import (
 )
 from contextkit.strategies._config import StrategyModel
 from contextkit.strategies._structure import (
+    forget_with_messages,
     info,
     replace_messages,
     tool_uses_by_id,
@@ -111,6 +112,14 @@ _LIVE_KEPT: list[Message] = []
 _LIVE_LIMIT = 200_000
 
 
+def _clear_live() -> None:
+    _LIVE.clear()
+    _LIVE_KEPT.clear()
+
+
+forget_with_messages(_clear_live)
+
+
 def _live(message: Message) -> tuple[tuple[int, ToolResultBlock], ...]:
     """(block index, result) of the results in ``message`` not evicted yet, memoised by identity.
 
@@ -120,8 +129,7 @@ def _live(message: Message) -> tuple[tuple[int, ToolResultBlock], ...]:
     if live is None:
         live = tuple((j, r) for j, r in info(message).results if not is_evicted(r))
         if len(_LIVE) >= _LIVE_LIMIT:
-            _LIVE.clear()
-            _LIVE_KEPT.clear()
+            _clear_live()
         _LIVE[id(message)] = live
         _LIVE_KEPT.append(message)
     return live
