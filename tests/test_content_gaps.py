@@ -184,3 +184,27 @@ def test_the_corpus_session_with_an_attachment_the_file_omits(corpus: Path) -> N
     assert ledger.recorded is not None
     errors = ledger.context_tokens[3:11] / ledger.recorded.total_input[3:11] - 1
     assert float(abs(errors).max()) < 0.02  # -5.5% to -6.9% without the gap
+
+
+def test_a_marked_host_keeps_its_breakpoint_at_the_end_and_a_rebuilt_one_still_carries() -> None:
+    """A message the dump marked (``cache_control`` on its last block) carries the content
+    before the mark, so the breakpoint still ends the message; a plain-text host rebuilt by a
+    strategy (same role and texts, a new object) still carries it."""
+    counter = WordCounter()
+    text = words(50, "q")
+    gap = ContentGap(2, "added", 100, frozenset(), text=words(100, "f"), host=("user", (text,)))
+    mark = {"type": "ephemeral"}
+    marked = Message(
+        role="user", content=(TextBlock.model_validate({"text": text, "cache_control": mark}),)
+    )
+    request = Conversation(model="claude-sonnet-4-5", messages=(marked,))
+    before = Conversation(model="claude-sonnet-4-5", messages=(user_text("earlier"),))
+    _, _, out = with_content_gaps([before, before, request], [gap])
+    blocks = out.messages[0].blocks
+    assert (blocks[-1].__pydantic_extra__ or {}).get("cache_control") == mark
+    assert "cache_control" not in (blocks[0].__pydantic_extra__ or {})
+    assert counter.count_conversation(out) == counter.count_conversation(request) + 100
+
+
+def user_text(text: str) -> Message:
+    return Message(role="user", content=(TextBlock(text=text),))

@@ -54,7 +54,8 @@ CLEARED_TEXT = "[tool result cleared by the harness]"
 class ContentGap:
     """From call ``call`` on: ``tokens`` more (``added``) or fewer (``cleared``) than the file
     holds. ``added``: the block ``text`` rides at the end of the message answering the tool
-    results ``keys`` (or, without tool results, of the message ``host`` itself). ``cleared``:
+    results ``keys`` (or, without tool results, of the message whose role and texts are ``host``:
+    the same message in a view, whatever marks a strategy gave it). ``cleared``:
     the tool results ``keys`` are replaced by a short placeholder."""
 
     call: int
@@ -62,7 +63,7 @@ class ContentGap:
     tokens: int
     keys: frozenset[str]
     text: str = ""
-    host: Message | None = None
+    host: tuple[str, tuple[str, ...]] | None = None
 
 
 def content_gaps(
@@ -113,7 +114,7 @@ def _added(call: int, request: Conversation, tokens: int, counter: TokenCounter)
     host = request.messages[-1]
     keys = frozenset(_result_ids(host))
     text = filler(tokens, counter)
-    return ContentGap(call, "added", tokens, keys, text=text, host=None if keys else host)
+    return ContentGap(call, "added", tokens, keys, text=text, host=None if keys else _key(host))
 
 
 def _cleared(
@@ -141,13 +142,18 @@ def _cleared(
     return ContentGap(call, "cleared", -removed, frozenset(keys))
 
 
+def _key(message: Message) -> tuple[str, tuple[str, ...]]:
+    """A message as a strategy's view may rebuild it: its role and texts (marks left out)."""
+    return message.role, tuple(b.text for b in message.blocks if isinstance(b, TextBlock))
+
+
 def _result_ids(message: Message) -> list[str]:
     return [b.tool_use_id for b in message.blocks if isinstance(b, ToolResultBlock)]
 
 
 def _carries(request: Conversation, gap: ContentGap) -> bool:
     if gap.host is not None:
-        return any(m is gap.host for m in request.messages)
+        return any(_key(m) == gap.host for m in request.messages)
     return any(k in gap.keys for m in request.messages for k in _result_ids(m))
 
 
@@ -183,14 +189,16 @@ def with_content_gaps(
 
 def _edited(message: Message, gaps: Sequence[ContentGap]) -> Message:
     """``message`` as the harness sent it under ``gaps`` (the same object when none applies)."""
-    if isinstance(message.content, str) and not any(g.host is message for g in gaps):
+    hosts = {g.host for g in gaps if g.host is not None}
+    key = _key(message) if hosts else None
+    if isinstance(message.content, str) and key not in hosts:
         return message
     ids = _result_ids(message)
     cleared = frozenset().union(*(g.keys for g in gaps if g.kind == "cleared"))
     added = [
         g.text
         for g in gaps
-        if g.kind == "added" and (g.host is message or (ids and g.keys.intersection(ids)))
+        if g.kind == "added" and ((key is not None and g.host == key) or g.keys.intersection(ids))
     ]
     if not added and not cleared.intersection(ids):
         return message
@@ -200,7 +208,17 @@ def _edited(message: Message, gaps: Sequence[ContentGap]) -> Message:
         else b
         for b in message.blocks
     ]
-    blocks += [TextBlock(text=text) for text in added]
+    mark = (blocks[-1].__pydantic_extra__ or {}).get("cache_control") if blocks else None
+    if added and mark is not None:  # the breakpoint stays at the end of the message, as sent
+        last = blocks[-1]
+        extra = {k: v for k, v in (last.__pydantic_extra__ or {}).items() if k != "cache_control"}
+        blocks[-1] = type(last).model_validate(
+            {**last.model_dump(exclude=set(last.__pydantic_extra__ or {})), **extra}
+        )
+        blocks += [TextBlock(text=text) for text in added[:-1]]
+        blocks.append(TextBlock.model_validate({"text": added[-1], "cache_control": mark}))
+    else:
+        blocks += [TextBlock(text=text) for text in added]
     return Message(role=message.role, content=tuple(blocks))
 
 
