@@ -18,6 +18,7 @@ from contextkit.accounting import (
     diagnosis_json,
     price_session,
 )
+from contextkit.accounting._doctor import _shared_messages
 from contextkit.cli import app
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Usage
@@ -304,3 +305,18 @@ def test_no_note_when_simulation_and_bill_agree(corpus: Path) -> None:
     assert error is not None
     assert abs(error) <= 0.05
     assert not any("against the recorded bill" in n for n in ledger.notes)
+
+
+def test_shared_messages_counts_same_or_equal_leading_messages() -> None:
+    """The count of leading messages two requests share (decided in C for a grown history, by
+    the loop where they part), equal copies counting as the same."""
+    base = tuple(Message(role="user", content=f"m {i}") for i in range(5))
+    copies = tuple(m.model_copy() for m in base)
+    other = Message(role="user", content="other")
+    assert _shared_messages(base, (*base, other)) == 5
+    assert _shared_messages((*base, other), base) == 5  # the shorter one decides
+    assert _shared_messages(base, copies) == 5
+    assert _shared_messages(base, (*copies[:2], other, *copies[3:])) == 2  # the last one shared
+    assert _shared_messages(base, (*base[:4], other, other)) == 4
+    assert _shared_messages(base, (other, *base[1:])) == 0
+    assert _shared_messages((), base) == 0

@@ -99,7 +99,7 @@ class _Walker:
         """The newest thread whose previous request ``raw`` continues (or repeats)."""
         for thread in reversed(self.threads):
             n = len(thread.raw)
-            if n and len(raw) >= n and self._continues(raw[:n], thread):
+            if n and len(raw) >= n and (_grew(thread.raw, raw) or self._continues(raw[:n], thread)):
                 return thread
         return None
 
@@ -111,6 +111,20 @@ class _Walker:
             return True
         pairs = zip(prefix, thread.raw, thread.sent, strict=True)
         return all(a is b or self.strip(a) == s for a, b, s in pairs)
+
+
+def _grew(before: tuple[Message, ...], raw: tuple[Message, ...]) -> bool:
+    """``raw[: len(before)] == before`` without the slice (which copied the whole history at every
+    call): ``<=`` walks both tuples in C as ``==`` does (identity first) and, all of ``before``
+    equal, decides by the sizes; at a pair that differs it orders two messages, which they do
+    not support (TypeError: not a plain continuation, :meth:`_Walker._continues` decides)."""
+    last = len(before) - 1
+    if raw[last] is not before[last]:
+        return False  # the common miss (another thread, a moved cache mark), decided in O(1)
+    try:
+        return before <= raw
+    except TypeError:
+        return False
 
 
 def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
