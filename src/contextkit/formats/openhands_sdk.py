@@ -152,13 +152,14 @@ class Stats:
         usages: dict[str, Mapping[str, Any]] = {}
         calls: dict[str, int] = {}
         costs: list[float] = []
-        for usage_id, entry in (metrics or {}).items():
+        for usage_id, entry in (metrics if isinstance(metrics, Mapping) else {}).items():
             if not isinstance(entry, Mapping):
                 continue
             cost = entry.get("accumulated_cost")
             if isinstance(cost, int | float) and not isinstance(cost, bool):
                 costs.append(float(cost))
-            listed = [u for u in entry.get("token_usages") or () if isinstance(u, Mapping)]
+            found = entry.get("token_usages")
+            listed = [u for u in found if isinstance(u, Mapping)] if isinstance(found, list) else []
             calls[str(usage_id)] = len(listed)
             usages.update((u["response_id"], u) for u in listed if u.get("response_id"))
         return cls(usages=usages, cost=sum(costs) if costs else None, calls=calls)
@@ -179,6 +180,8 @@ def _event_problem(event: object) -> str | None:
         return "an ActionEvent needs its 'tool_call'"
     if kind == "MessageEvent" and not isinstance(event.get("llm_message"), Mapping):
         return "a MessageEvent needs its 'llm_message'"
+    if kind == "MessageEvent" and not isinstance(event.get("source"), str):
+        return "a MessageEvent needs its string 'source' (agent, user or environment)"
     if kind in _RESULT_KINDS and not isinstance(event.get("tool_call_id"), str):
         return f"a {kind} needs the string 'tool_call_id' it answers"
     return None
