@@ -1,20 +1,26 @@
 """Nothing dropped silently, over the readers :mod:`test_nothing_dropped` cannot reach by mutating
-corpus files (databases, folders, formats without a corpus file). Each input is built with the
-builders of the reader's own tests; then every record of it (a JSON list element, a JSON line, a
-text line, a JSON file of a folder, an SQLite row or its JSON column) is spoilt one at a time
-(removed, made unparsable, replaced by a string or an empty object, one field of the wrong
-type; :mod:`dropping`). For each case: the strict read is a read or a clean error naming a file
-of the input (and the line, where the format has lines); a lenient read with fewer calls than the
-clean one reports a skipped or set-aside record for each call lost (for records holding at most
-one call); a lenient read that skips a record is an error when strict.
+corpus files (:data:`test_nothing_dropped.NOT_EXERCISED`: databases, folders, formats without a
+corpus file). Each input is built with the builders of the reader's own tests; then every record
+of it (a JSON list element, a JSON line, a text line, a JSON file of a folder, an SQLite row or
+its JSON column) is spoilt one at a time (removed, made unparsable, replaced by a string or an
+empty object, one field of the wrong type; in the long fuzz run, ``CONTEXTKIT_FUZZ_CASES=<n>
+... -m fuzz``, every field one level down too;
+:mod:`dropping`). For each case:
 
-A removed record is checked like a spoilt one where another record refers to it (a Cursor
-header naming its bubble row, an OpenCode part naming its message); where nothing does (the
-record is simply absent) a read with fewer calls is right, and only the first two checks hold."""
+- the strict read is a read or a clean error naming a file of the input, and the line where the
+  format has lines (a removed record has none), never an exception the load boundary caught;
+- a lenient read with fewer calls than the clean one reports a skipped or set-aside record, one
+  for each call lost where a record holds at most one call;
+- a lenient read that skips a record is an error when strict.
+
+A removed record is held to the second rule only where other records refer to it (Cursor bubble
+rows name their composer row, OpenCode parts their message, OpenHands events are numbered): a
+record nothing refers to is simply absent, and a read with fewer calls is right."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,8 @@ from test_nothing_dropped import NOT_EXERCISED
 pytestmark = pytest.mark.filterwarnings("error")
 
 _HI = {"role": "user", "content": "hi"}
+LONG = bool(os.environ.get("CONTEXTKIT_FUZZ_CASES"))
+"""The long run of ``tests/test_fuzz.py`` runs the deeper cases here too."""
 
 
 def _proxy_record(messages: list[Any], text: str, **fields: Any) -> dict[str, Any]:
@@ -174,6 +182,7 @@ def test_every_lost_call_is_reported(reader: Reader, tmp_path: Path) -> None:
 
 
 @pytest.mark.fuzz
+@pytest.mark.skipif(not LONG, reason="a long fuzz run: set CONTEXTKIT_FUZZ_CASES=<count>")
 @pytest.mark.parametrize("reader", READERS, ids=IDS)
 def test_every_lost_call_is_reported_one_level_down(reader: Reader, tmp_path: Path) -> None:
     """The same, with every field one level down spoilt too (a field of a nested object, an

@@ -36,10 +36,12 @@ as uncached), whether ``inputTokens`` is the whole prompt, and the model per cal
 price).
 
 Detection: the SQLite magic, then the tables (``cursorDiskKV`` and ``ItemTable``) of the file
-opened read-only. Strict by default: a value that is not a JSON object, a bubble a header names
-but the database lacks, is a :class:`FormatError` naming the file and the row's key; lenient
-mode skips it (a bad composer entirely, a bad bubble alone) and lists each one. A corrupt or
-locked database is a :class:`FormatError`.
+opened read-only. Strict by default: a value that is not a JSON object, a bubble with a
+``tokenCount`` that is not token counts, a bubble a header names but the database lacks, a
+composer whose ``fullConversationHeadersOnly`` is not a list while it has bubble rows, bubble rows
+of a composer without a ``composerData`` row, is a :class:`FormatError` naming the file and the
+row's key; lenient mode skips it (a bad composer entirely, a bad bubble alone) and lists each
+one. A corrupt or locked database is a :class:`FormatError`.
 """
 
 from __future__ import annotations

@@ -35,9 +35,10 @@ recorded. Cannot know: per-call usage (Hermes keeps token totals per session onl
 session's notes give them, with the API call count and the recorded cost; calls have no usage)
 and the tool definitions (``prefix_known=False``; the system prompt is there).
 
-Strict by default: a session record without an ``id``, a message row with an unknown role or
-undecodable ``tool_calls``, is a :class:`FormatError` naming the file and the line (export) or
-row (database); ``lenient=True`` skips it and lists each one.
+Strict by default: a session record without an ``id``, a message row with an unknown role,
+undecodable ``tool_calls``, an ``active`` or ``compacted`` other than 0 or 1, or (database) a
+``session_id`` no sessions row has, is a :class:`FormatError` naming the file and the line
+(export) or row (database); ``lenient=True`` skips it and lists each one.
 """
 
 from __future__ import annotations

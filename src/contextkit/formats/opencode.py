@@ -49,10 +49,11 @@ not mapped, so their thinking is unsigned).
 Cannot know: the system prompt and tools (``prefix_known=False``), and media OpenCode moves
 into a separate user message for some providers (left in place here).
 
-Strict by default: a message or part that is not a JSON object with the fields above is a
-:class:`FormatError` naming its file (JSON storage, with the line) or its row (``message`` /
-``part`` table and id); ``lenient=True`` skips it and lists each one. A corrupt or locked database
-is a :class:`FormatError`.
+Strict by default: a message or part that is not a JSON object with the fields above (token
+counts included), or parts whose message is gone (a part folder or rows naming a message the
+session lacks), is a :class:`FormatError` naming its file (JSON storage, with the line) or its
+row (``message`` / ``part`` table and id); ``lenient=True`` skips it and lists each one. A
+corrupt or locked database is a :class:`FormatError`.
 """
 
 from __future__ import annotations

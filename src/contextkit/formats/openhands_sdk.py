@@ -27,9 +27,10 @@ cost (the sum of ``accumulated_cost`` over the usage ids) is a note, and LLM cal
 ``stats`` records but no event shows (a condenser's, a title generator's) are counted in a note.
 
 Events are read in index order and, as the SDK does, only up to the first gap in the indices.
-Strict mode fails on the first bad event file (invalid JSON, no ``kind``, a malformed event)
-naming that file; lenient mode skips it and lists a :class:`SkippedRecord` with the event file's
-path. Files of the folder that are not events are counted in ``set_aside`` as ``file:other``.
+Strict mode fails on the first bad event file (invalid JSON, no ``kind``, a malformed event,
+such as a ``MessageEvent`` without a string ``source``) naming that file; lenient mode skips it
+and lists a :class:`SkippedRecord` with the event file's path. Files of the folder that are not
+events are counted in ``set_aside`` as ``file:other``.
 """
 
 from __future__ import annotations
