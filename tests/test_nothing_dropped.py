@@ -41,7 +41,9 @@ NOT_EXERCISED = {
     "openhands-sdk": "a conversation folder of event files",
     "aider-llm": "no corpus file (tests/test_format_aider.py)",
 }
-"""Readers this byte-level test does not reach: no single corpus-shaped file to mutate."""
+"""Readers this byte-level test does not reach (no single corpus-shaped file to mutate):
+``tests/test_nothing_dropped_built.py`` holds them to the same property on inputs built by
+their own tests' builders."""
 
 
 def _written_files(corpus: Path, folder: Path) -> list[Path]:

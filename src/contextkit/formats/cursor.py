@@ -36,10 +36,12 @@ as uncached), whether ``inputTokens`` is the whole prompt, and the model per cal
 price).
 
 Detection: the SQLite magic, then the tables (``cursorDiskKV`` and ``ItemTable``) of the file
-opened read-only. Strict by default: a value that is not a JSON object, a bubble a header names
-but the database lacks, is a :class:`FormatError` naming the file and the row's key; lenient
-mode skips it (a bad composer entirely, a bad bubble alone) and lists each one. A corrupt or
-locked database is a :class:`FormatError`.
+opened read-only. Strict by default: a value that is not a JSON object, a bubble with a
+``tokenCount`` that is not token counts, a bubble a header names but the database lacks, a
+composer whose ``fullConversationHeadersOnly`` is not a list while it has bubble rows, bubble rows
+of a composer without a ``composerData`` row, is a :class:`FormatError` naming the file and the
+row's key; lenient mode skips it (a bad composer entirely, a bad bubble alone) and lists each
+one. A corrupt or locked database is a :class:`FormatError`.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class CursorReader:
         with connect(path) as connection:
             composers = _composers(connection, skips)
             found = [_session(connection, path, key, c, skips) for key, c in composers]
+            _orphan_bubbles(connection, skips)
         sessions = [s for s in found if s is not None]
         return LoadedFile(
             path=str(path), format=NAME, sessions=tuple(sessions), skipped=tuple(skips.records)
@@ -135,9 +138,37 @@ def _composers(connection: sqlite3.Connection, skips: Skips) -> list[tuple[str, 
     return out
 
 
+def _orphan_bubbles(connection: sqlite3.Connection, skips: Skips) -> None:
+    """Bubble rows of a composer the database has no ``composerData`` row for: no conversation
+    to read them in, so each such composer's bubbles are a skipped record."""
+    found = rows(
+        connection,
+        "SELECT key FROM cursorDiskKV WHERE key LIKE 'composerData:%' OR key LIKE 'bubbleId:%'",
+    )
+    keys = [str(k) for (k,) in found]
+    composers = {k.removeprefix("composerData:") for k in keys if k.startswith("composerData:")}
+    orphans: Counter[str] = Counter()
+    for key in keys:
+        if key.startswith("bubbleId:"):
+            composer = key.split(":")[1]
+            if composer not in composers:
+                orphans[composer] += 1
+    for composer, count in sorted(orphans.items()):
+        skips.fail(f"{count} bubble rows of composer {composer!r}, which has no composerData row")
+
+
+def _bubble_problem(bubble: Mapping[str, Any]) -> str | None:
+    try:
+        usage_from_token_count(bubble)
+    except ValueError as exc:
+        return f"tokenCount: {exc}"
+    return None
+
+
 def _bubbles(
     connection: sqlite3.Connection, composer_id: str, skips: Skips
-) -> dict[str, Mapping[str, Any]]:
+) -> dict[str, Mapping[str, Any] | None]:
+    """The composer's bubble rows by bubble id; None for a bad one (reported here)."""
     prefix = f"bubbleId:{composer_id}:"
     # Keys are matched by range, not LIKE: a composer id could hold LIKE's wildcards.
     found = rows(
@@ -145,13 +176,13 @@ def _bubbles(
         "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
         (prefix, prefix[:-1] + ";"),
     )
-    out: dict[str, Mapping[str, Any]] = {}
+    out: dict[str, Mapping[str, Any] | None] = {}
     for key, value in found:
         parsed = _json_object(value)
-        if isinstance(parsed, str):
-            skips.fail(f"cursorDiskKV row {key!r}: {parsed}")
-            continue
-        out[str(key)[len(prefix) :]] = parsed
+        problem = parsed if isinstance(parsed, str) else _bubble_problem(parsed)
+        if problem is not None:
+            skips.fail(f"cursorDiskKV row {key!r}: {problem}")
+        out[str(key)[len(prefix) :]] = None if isinstance(parsed, str) or problem else parsed
     return out
 
 
@@ -162,12 +193,26 @@ def _ordered(
     inline = composer.get("conversation")
     headers = composer.get("fullConversationHeadersOnly")
     if not isinstance(headers, list) and isinstance(inline, list):
-        return [b for b in inline if isinstance(b, Mapping)]  # older versions: inline bubbles
+        kept = []  # older versions: inline bubbles
+        for index, bubble in enumerate(inline):
+            problem = _bubble_problem(bubble) if isinstance(bubble, Mapping) else "not an object"
+            if problem is not None:
+                skips.fail(f"{key}: conversation[{index}]: {problem}")
+                continue
+            kept.append(bubble)
+        return kept
     composer_id = as_str(composer.get("composerId")) or key.removeprefix("composerData:")
     stored = _bubbles(connection, composer_id, skips)
+    if not isinstance(headers, list) and stored:
+        skips.fail(
+            f"{key}: 'fullConversationHeadersOnly' is not a list; "
+            f"its {len(stored)} bubble rows are not read"
+        )
     out = []
     for header in headers if isinstance(headers, list) else []:
         bubble_id = as_str(as_mapping(header).get("bubbleId"))
+        if bubble_id in stored and stored[bubble_id] is None:
+            continue  # a bad row, reported as such
         bubble = stored.get(bubble_id) if bubble_id else None
         if bubble is None:
             skips.fail(f"{key}: header names bubble {bubble_id!r}, which the database lacks")

@@ -35,9 +35,10 @@ recorded. Cannot know: per-call usage (Hermes keeps token totals per session onl
 session's notes give them, with the API call count and the recorded cost; calls have no usage)
 and the tool definitions (``prefix_known=False``; the system prompt is there).
 
-Strict by default: a session record without an ``id``, a message row with an unknown role or
-undecodable ``tool_calls``, is a :class:`FormatError` naming the file and the line (export) or
-row (database); ``lenient=True`` skips it and lists each one.
+Strict by default: a session record without an ``id``, a message row with an unknown role,
+undecodable ``tool_calls``, an ``active`` or ``compacted`` other than 0 or 1, or (database) a
+``session_id`` no sessions row has, is a :class:`FormatError` naming the file and the line
+(export) or row (database); ``lenient=True`` skips it and lists each one.
 """
 
 from __future__ import annotations
@@ -154,10 +155,14 @@ def _record(value: object, line: int | None, skips: Skips) -> _Record | None:
         skips.fail(f"session {value['id']!r}: 'messages' must be a list", line)
         return None
     info = {k: v for k, v in value.items() if k != "messages"}
-    kept = tuple(m for m in messages or () if isinstance(m, Mapping))
-    if len(kept) != len(messages or ()):
-        skips.fail(f"session {value['id']!r}: a message is not an object", line)
-    return _Record(info, kept, line)
+    kept = []
+    for index, message in enumerate(messages or ()):
+        problem = _flags_problem(message) if isinstance(message, Mapping) else "not an object"
+        if problem is not None:
+            skips.fail(f"session {value['id']!r}, message {index}: {problem}", line)
+            continue
+        kept.append(message)
+    return _Record(info, tuple(kept), line)
 
 
 def _from_database(path: Path, skips: Skips) -> list[_Record]:
@@ -165,7 +170,11 @@ def _from_database(path: Path, skips: Skips) -> list[_Record]:
         sessions = _dict_rows(connection, "SELECT * FROM sessions ORDER BY started_at, id")
         messages = _dict_rows(connection, "SELECT * FROM messages ORDER BY id")
     by_session: dict[str, list[Mapping[str, Any]]] = {}
+    known = {str(s["id"]) for s in sessions}
     for row in messages:
+        if str(row.get("session_id")) not in known:
+            skips.fail(f"message row {row.get('id')}: its session_id names no sessions row")
+            continue
         decoded = _decoded(row, skips)
         if decoded is not None:
             by_session.setdefault(str(row.get("session_id")), []).append(decoded)
@@ -193,7 +202,20 @@ def _decoded(row: Mapping[str, Any], skips: Skips) -> Mapping[str, Any] | None:
             where = f"session {row.get('session_id')!r}, message row {row.get('id')}"
             skips.fail(f"{where}: 'tool_calls' is not valid JSON")
             return None
+    problem = _flags_problem(row)
+    if problem is not None:
+        skips.fail(f"session {row.get('session_id')!r}, message row {row.get('id')}: {problem}")
+        return None
     return out
+
+
+def _flags_problem(row: Mapping[str, Any]) -> str | None:
+    """``active`` and ``compacted`` decide whether a row is live, archived or rewound: a value
+    other than 0 or 1 would make a live row a rewound one without a word."""
+    for key in ("active", "compacted"):
+        if row.get(key) not in (None, 0, 1):
+            return f"'{key}' must be 0 or 1"
+    return None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -49,10 +49,11 @@ not mapped, so their thinking is unsigned).
 Cannot know: the system prompt and tools (``prefix_known=False``), and media OpenCode moves
 into a separate user message for some providers (left in place here).
 
-Strict by default: a message or part that is not a JSON object with the fields above is a
-:class:`FormatError` naming its file (JSON storage, with the line) or its row (``message`` /
-``part`` table and id); ``lenient=True`` skips it and lists each one. A corrupt or locked database
-is a :class:`FormatError`.
+Strict by default: a message or part that is not a JSON object with the fields above (token
+counts included), or parts whose message is gone (a part folder or rows naming a message the
+session lacks), is a :class:`FormatError` naming its file (JSON storage, with the line) or its
+row (``message`` / ``part`` table and id); ``lenient=True`` skips it and lists each one. A
+corrupt or locked database is a :class:`FormatError`.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def _message_problem(info: object) -> str | None:
         return f"unknown role {info.get('role')!r} (expected user or assistant)"
     if not isinstance(info.get("id"), str):
         return "a message needs a string 'id'"
-    return None
+    return _tokens_problem(info)
 
 
 def _part_problem(part: object) -> str | None:
@@ -170,6 +171,15 @@ def _part_problem(part: object) -> str | None:
         isinstance(part.get("callID"), str) and isinstance(part.get("state"), Mapping)
     ):
         return "a tool part needs a string 'callID' and a 'state' object"
+    return _tokens_problem(part)
+
+
+def _tokens_problem(value: Mapping[str, Any]) -> str | None:
+    """Why a message's or a step-finish part's ``tokens`` is not a usage, or None."""
+    try:
+        usage_from_tokens(value.get("tokens"))
+    except ValueError as exc:
+        return f"'tokens': {exc}"
     return None
 
 
@@ -197,8 +207,27 @@ def _from_storage(path: Path, errors: _Errors) -> _Stored:
             errors.fail(file, problem, 1)
             continue
         messages.append((message, _storage_parts(root / "part" / message["id"], errors)))
+    _orphan_part_folders(root, info["id"], errors)
     messages.sort(key=lambda m: (_created(m[0]), m[0]["id"]))
     return _Stored(info, tuple(messages))
+
+
+def _orphan_part_folders(root: Path, session_id: str, errors: _Errors) -> None:
+    """Part folders of this session whose message file is gone: each is a skipped record (its
+    parts have no message to belong to). Only folders no message file of any session names are
+    opened, one part file each, to learn their session."""
+    named = {f.stem for f in (root / "message").glob("*/*.json")}
+    for folder in sorted(p for p in (root / "part").glob("*") if p.name not in named):
+        first = next(iter(sorted(folder.glob("*.json"))), None)
+        if first is None:
+            continue
+        try:
+            part = load_json(first)
+        except FormatError:
+            part = None
+        if as_mapping(part).get("sessionID") == session_id:
+            count = len(list(folder.glob("*.json")))
+            errors.fail(folder, f"{count} part files of message {folder.name!r}, which has no file")
 
 
 def _created(info: Mapping[str, Any]) -> int:
@@ -235,6 +264,12 @@ def _from_database(path: Path, errors: _Errors) -> list[_Stored]:
         sessions = _session_rows(connection)
         parts = _part_rows(connection, path, errors)
         messages = _message_rows(connection, path, errors, parts)
+        known = {str(ident) for (ident,) in rows(connection, "SELECT id FROM message")}
+    for message_id, orphans in sorted(parts.items()):
+        if message_id not in known:
+            errors.fail(
+                path, f"{len(orphans)} part rows of message {message_id!r}, which has no row"
+            )
     return [_Stored(info, tuple(messages.get(info["id"], ()))) for info in sessions]
 
 

@@ -27,9 +27,10 @@ cost (the sum of ``accumulated_cost`` over the usage ids) is a note, and LLM cal
 ``stats`` records but no event shows (a condenser's, a title generator's) are counted in a note.
 
 Events are read in index order and, as the SDK does, only up to the first gap in the indices.
-Strict mode fails on the first bad event file (invalid JSON, no ``kind``, a malformed event)
-naming that file; lenient mode skips it and lists a :class:`SkippedRecord` with the event file's
-path. Files of the folder that are not events are counted in ``set_aside`` as ``file:other``.
+Strict mode fails on the first bad event file (invalid JSON, no ``kind``, a malformed event,
+such as a ``MessageEvent`` without a string ``source``) naming that file; lenient mode skips it
+and lists a :class:`SkippedRecord` with the event file's path. Files of the folder that are not
+events are counted in ``set_aside`` as ``file:other``.
 """
 
 from __future__ import annotations
@@ -152,13 +153,14 @@ class Stats:
         usages: dict[str, Mapping[str, Any]] = {}
         calls: dict[str, int] = {}
         costs: list[float] = []
-        for usage_id, entry in (metrics or {}).items():
+        for usage_id, entry in (metrics if isinstance(metrics, Mapping) else {}).items():
             if not isinstance(entry, Mapping):
                 continue
             cost = entry.get("accumulated_cost")
             if isinstance(cost, int | float) and not isinstance(cost, bool):
                 costs.append(float(cost))
-            listed = [u for u in entry.get("token_usages") or () if isinstance(u, Mapping)]
+            found = entry.get("token_usages")
+            listed = [u for u in found if isinstance(u, Mapping)] if isinstance(found, list) else []
             calls[str(usage_id)] = len(listed)
             usages.update((u["response_id"], u) for u in listed if u.get("response_id"))
         return cls(usages=usages, cost=sum(costs) if costs else None, calls=calls)
@@ -179,6 +181,8 @@ def _event_problem(event: object) -> str | None:
         return "an ActionEvent needs its 'tool_call'"
     if kind == "MessageEvent" and not isinstance(event.get("llm_message"), Mapping):
         return "a MessageEvent needs its 'llm_message'"
+    if kind == "MessageEvent" and not isinstance(event.get("source"), str):
+        return "a MessageEvent needs its string 'source' (agent, user or environment)"
     if kind in _RESULT_KINDS and not isinstance(event.get("tool_call_id"), str):
         return f"a {kind} needs the string 'tool_call_id' it answers"
     return None
