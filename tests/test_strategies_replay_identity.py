@@ -55,35 +55,37 @@ def _spec(spec: str) -> Callable[[], Strategy]:
 
 
 # name -> (strategy factory, context window, digest, calls compacted, receipts): recorded before.
-# Re-recorded when the presets became cache-timed and the window and summary cut inside the turn.
+# Re-recorded when the presets became cache-timed and the window and summary cut inside the turn,
+# and when receipts gained ``summary_tokens`` (views unchanged: the digests without that field are
+# the ones recorded before).
 CASES: dict[str, tuple[Callable[[], Strategy], int, str, int, int]] = {
-    "evict-tool-results": (_spec("evict-tool-results"), 60_000, "d10b476b61e540e4", 4, 91),
-    "sliding-window": (_spec("sliding-window"), 60_000, "eee4e767c0623dc7", 4, 4),
-    "sliding-window@30k": (_spec("sliding-window"), 30_000, "35cd5e5bc4ab1947", 57, 60),
-    "summary": (_spec("summary"), 60_000, "35f8c7261266b7f3", 2, 2),
-    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "4a9d7ee4d9cb2495", 4, 62),
+    "evict-tool-results": (_spec("evict-tool-results"), 60_000, "55393ea147582ebd", 4, 91),
+    "sliding-window": (_spec("sliding-window"), 60_000, "6ca7aa74ecc7fead", 4, 4),
+    "sliding-window@30k": (_spec("sliding-window"), 30_000, "3bb94aa8b6fae52d", 57, 60),
+    "summary": (_spec("summary"), 60_000, "50da91367607e3b1", 2, 2),
+    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "712257235f619992", 4, 62),
     "evict-clear-inputs": (
         _spec("evict-tool-results:keep_last=null,clear_inputs=true"),
         60_000,
-        "154b4d254af55c11",
+        "fa17dc3bd24d5f0a",
         44,
         67,
     ),
     "evict-keep-tokens": (
         _spec("evict-tool-results:keep_last=null,keep_tokens=3000,min_freed_tokens=0"),
         60_000,
-        "9731db332daeb60c",
+        "a811fe0eae4120e2",
         4,
         88,
     ),
-    "sliding-keep-turns": (_spec("sliding-window:keep_turns=2"), 60_000, "82625101952dc17e", 4, 4),
-    "summary-one-turn": (_spec("summary:keep_last_turns=1"), 60_000, "fb8f1cc007825a4d", 2, 2),
-    "bare-evict": (EvictToolResults, 60_000, "ded1fd7e9dd4851a", 49, 113),
-    "bare-window": (lambda: SlidingWindow(max_tokens=20_000), 60_000, "58a9e2ab43730361", 56, 56),
+    "sliding-keep-turns": (_spec("sliding-window:keep_turns=2"), 60_000, "0d4400ac0b577bd5", 4, 4),
+    "summary-one-turn": (_spec("summary:keep_last_turns=1"), 60_000, "92c6bb858ff79b6b", 2, 2),
+    "bare-evict": (EvictToolResults, 60_000, "d52c0b83f19775da", 49, 113),
+    "bare-window": (lambda: SlidingWindow(max_tokens=20_000), 60_000, "11ca9dca0d319cc5", 56, 56),
     "gated-evict": (
         lambda: CacheAwareGate(EvictToolResults(min_freed_tokens=0)),
         60_000,
-        "d275d779a30913e0",
+        "6794f7d63b693119",
         26,
         109,
     ),

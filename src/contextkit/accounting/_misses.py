@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -177,9 +178,10 @@ def fit_miss_model(sessions: Iterable[Session], data: Sequence[str] = ()) -> Mis
 MIN_OWN_CALLS = 3
 """Routed calls, or calls opening a user turn, a session needs for its own measurement."""
 
-_OWN: list[tuple[Session, MissModel, MissModel]] = []
-"""The last session measured, with the model it was measured against and the result: a replay
-prices one session under every strategy in turn."""
+_OWN: list[tuple[weakref.ref[Session], MissModel, MissModel]] = []
+"""The last session measured (weakly: it must not outlive its file in a fleet worker), with the
+model it was measured against and the result: a replay prices one session under every strategy
+in turn."""
 
 
 def session_miss_model(session: Session, fitted: MissModel) -> MissModel:
@@ -189,7 +191,7 @@ def session_miss_model(session: Session, fitted: MissModel) -> MissModel:
     prompt's size is measured from a recording the same way). A session without recorded usage,
     or with too few such calls, keeps ``fitted``. Measured once per session object in a row."""
     for seen, against, result in _OWN:
-        if seen is session and against is fitted:
+        if seen() is session and against is fitted:
             return result
     tally = _tally([session])
     routes = {**fitted.route_loss, **_route_losses(tally, MIN_OWN_CALLS)}
@@ -203,7 +205,7 @@ def session_miss_model(session: Session, fitted: MissModel) -> MissModel:
             resets[fmt] = TurnReset(probability=hits / n, kept_share=share, turns=n, resets=hits)
     data = (*fitted.data, "this session's own recorded usage, where it has enough calls")
     result = MissModel(route_loss=routes, turn_reset=resets, data=data)
-    _OWN[:] = [(session, fitted, result)]
+    _OWN[:] = [(weakref.ref(session), fitted, result)]
     return result
 
 
