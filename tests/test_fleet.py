@@ -373,4 +373,5 @@ def test_a_worker_keeps_no_message_of_the_files_it_finished(fleet: Path) -> None
     before = _live_messages()
     for task in tasks[1:]:
         assert process_file(task, CONFIG, keys).status == "ok"
-    assert _live_messages() == before
+    # No growth. (Fewer is possible in a full test run: bounded memos of earlier tests let go.)
+    assert _live_messages() <= before
