@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def replayed(corpus: Path) -> list[Replayed]:
     return out
 
 
-def _latest_turn_start(messages: tuple[Message, ...]) -> Message | None:
+def _latest_turn_start(messages: Sequence[Message]) -> Message | None:
     for message in reversed(messages):
         if message.role == "user" and not any(message.tool_results()):
             return message

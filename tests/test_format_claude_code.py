@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date
 from itertools import pairwise
 from pathlib import Path
@@ -136,7 +136,7 @@ def test_requests_are_valid_api_message_arrays(corpus: Path) -> None:
             _check_request(call.request.messages, in_file, f"{name}:{call.line}")
 
 
-def _check_request(messages: tuple[Message, ...], in_file: set[str], where: str) -> None:
+def _check_request(messages: Sequence[Message], in_file: set[str], where: str) -> None:
     assert messages, where
     assert messages[-1].role == "user", where
     for before, after in pairwise(messages):

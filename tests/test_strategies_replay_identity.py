@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -118,7 +118,7 @@ class _WholeRequestCounter(ApproxCounter):
         return 7 * len(conversation.messages) + super().count_conversation(conversation)
 
 
-def _edited(messages: tuple[Message, ...], rng: random.Random) -> tuple[Message, ...]:
+def _edited(messages: Sequence[Message], rng: random.Random) -> Sequence[Message]:
     """``messages`` with one tool result shortened (a new message object, as an eviction makes)."""
     holders = [i for i, m in enumerate(messages) if info(m).results]
     if not holders:

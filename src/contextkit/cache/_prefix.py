@@ -21,6 +21,7 @@ from contextkit.cache._config import TTL_1H_S, TTL_5M_S, CacheConfig, PrefixPart
 from contextkit.messages import (
     Block,
     Conversation,
+    History,
     ImageBlock,
     Message,
     RedactedThinkingBlock,
@@ -29,6 +30,7 @@ from contextkit.messages import (
     Tool,
     ToolResultBlock,
     ToolUseBlock,
+    same_prefix,
 )
 from contextkit.models import resolve_model
 from contextkit.tokens import MemoCounter, TokenCounter
@@ -49,7 +51,7 @@ class _Flat:
     marks: dict[int, int] = field(default_factory=dict)  # position -> ttl_s of an explicit mark
     bad_marks: list[int] = field(default_factory=list)  # marked thinking blocks
     cacheable: list[bool] = field(default_factory=list)
-    messages: tuple[Message, ...] = ()  # a tuple: compared in C with the next request's
+    messages: History[Message] = field(default_factory=History)  # the request's own history
     msg_start: list[int] = field(default_factory=list)
     msg_images: list[int] = field(default_factory=list)  # images up to and including message i
     msg_thinking: list[bool] = field(default_factory=list)  # message i holds thinking blocks
@@ -426,8 +428,14 @@ class _Prefixes:
         if strip != flat.strip_before:  # the strip point moved: shared messages change form
             keep = _restrip(flat, keep, strip)
         flat.truncate(keep)
-        # The kept objects (not the request's equal ones), then the request's: one copy.
-        flat.messages += messages[keep:]
+        # The request's own history when it is one: its first ``keep`` messages equal the kept
+        # ones (``keep <= shared``), and the next request, which extends it, then shares its list
+        # (an O(1) ``_shared_messages``: comparing a copy would walk the history every call).
+        # A tuple's new messages are appended to the kept ones (one copy of the new only).
+        if isinstance(messages, History):
+            flat.messages = messages
+        else:
+            flat.messages = flat.messages.extended(messages[keep:])
         flat.params = params
         flat.strip_before = strip
         if keep == shared and strip <= keep:  # the usual call: only new messages, as they are
@@ -444,7 +452,7 @@ class _Prefixes:
     def _strip_point(
         self,
         flat: _Flat,
-        messages: tuple[Message, ...],
+        messages: Sequence[Message],
         keep: int,
         model: str | None,
         shapes: list[_Shape],
@@ -510,32 +518,17 @@ def request_sizes(
     return [prefixes._flatten(request, request.model).total for request in requests]
 
 
-def _shared_messages(old: tuple[Message, ...], new: tuple[Message, ...]) -> int:
+def _shared_messages(old: Sequence[Message], new: Sequence[Message]) -> int:
     """How many leading messages are the same (structural sharing makes them the same objects)."""
     n = min(len(old), len(new))
-    # Tuple comparison in C checks identity before equality: cheap for shared histories (and
-    # faster than all(map(operator.is_, ...)), which calls a function per message).
-    if n and old[n - 1] is new[n - 1] and _equal_prefix(old, new, n):
+    # O(1) for histories of one list; otherwise compared in C, which checks identity before
+    # equality (faster than all(map(operator.is_, ...)), which calls a function per message).
+    if n and old[n - 1] is new[n - 1] and same_prefix(old, new, n):
         return n
     for i in range(n):
         if old[i] is not new[i]:
             return i
     return n
-
-
-def _equal_prefix(old: tuple[Message, ...], new: tuple[Message, ...], n: int) -> bool:
-    """``old[:n] == new[:n]`` (``n``: the shorter length), without copying the longer tuple."""
-    if len(old) < len(new):
-        # The usual call, the history grew: ``<=`` walks both tuples in C as ``==`` does and,
-        # all of ``old`` equal, decides by the sizes (True). At the first pair that differs it
-        # orders the two messages, which they do not support (TypeError): not a prefix. A slice
-        # of ``new`` would copy the whole history at every call. (A message's ``==`` never
-        # raises: pydantic compares fields.)
-        try:
-            return old <= new
-        except TypeError:
-            return False
-    return old[:n] == new[:n]  # a slice of a whole tuple is the tuple itself: no copy
 
 
 def _opens_turn(message: Message) -> bool:

@@ -57,7 +57,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextkit.errors import ContextkitError
-from contextkit.messages import Conversation, Message, to_payload
+from contextkit.messages import Conversation, History, Message, to_payload
 from contextkit.session import Call, Usage
 from contextkit.strategies.base import Receipt
 
@@ -75,7 +75,7 @@ class CheckpointError(ContextkitError):
 class EngineState:
     """What a checkpoint holds."""
 
-    tape: tuple[Message, ...]
+    tape: Sequence[Message]
     view: Conversation
     calls: tuple[Call, ...]
     receipts: tuple[Receipt, ...]
@@ -93,6 +93,8 @@ def _dumps(value: object) -> str:
 def _shared(old: Sequence[object], new: Sequence[object]) -> int:
     """How many leading items are the very same objects (C-speed check first: usually all)."""
     n = min(len(old), len(new))
+    if isinstance(new, History) and new.shares(old):
+        return n  # views of one growing list: the shorter is the longer's start
     if list(map(id, old[:n])) == list(map(id, new[:n])):
         return n
     return next(i for i in range(n) if old[i] is not new[i])
@@ -189,7 +191,7 @@ class _Encoder:
         self.last = state
         return {**table.take(), **line}
 
-    def _call(self, call: Call, previous: tuple[Message, ...]) -> dict[str, Any]:
+    def _call(self, call: Call, previous: Sequence[Message]) -> dict[str, Any]:
         keep = _shared(previous, call.request.messages)
         return {
             "head": self.table.head(call.request),

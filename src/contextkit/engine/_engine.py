@@ -57,6 +57,7 @@ from contextkit.errors import ContextkitError
 from contextkit.messages import (
     Block,
     Conversation,
+    History,
     Message,
     RedactedThinkingBlock,
     ThinkingBlock,
@@ -182,7 +183,7 @@ class ContextEngine:
         if checkpoint_path:
             self._writer = CheckpointWriter(checkpoint_path, fsync=checkpoint_fsync)
         self._view = _head(model, system, tools, params)
-        self._tape: tuple[Message, ...] = ()
+        self._tape: Sequence[Message] = History()  # views of one list, as the tape grows
         self._calls: list[Call] = []
         self._receipts: list[Receipt] = []
         self._pending: Prepared | None = None
@@ -197,7 +198,7 @@ class ContextEngine:
         return self._writer.path if self._writer else None
 
     @property
-    def tape(self) -> tuple[Message, ...]:
+    def tape(self) -> Sequence[Message]:
         return self._tape
 
     @property
@@ -237,7 +238,7 @@ class ContextEngine:
             self._set_system(coerced.system)
         messages = coerced.messages
         if messages:
-            self._tape = (*self._tape, *messages)
+            self._tape = History.of(self._tape).extended(messages)
             self._view = self._view.append(*messages)
         self._save(undo)
 
@@ -279,7 +280,7 @@ class ContextEngine:
         then replaces the tape); a receipt with action ``reset`` records it."""
         undo = self._undo_point()
         if messages is not None:
-            self._tape = tuple(messages)
+            self._tape = History.of(messages)
         self._view = self._view.with_messages(self._tape)
         self._last_request_end = None
         detail = f"view restarted from {len(self._tape)} messages"
@@ -368,7 +369,7 @@ class ContextEngine:
         self._pending = None
         self._calls.append(call)
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
-        self._tape = (*self._tape, message)
+        self._tape = History.of(self._tape).extended((message,))
         self._view = self._view.append(message)
         self._save(undo)  # one save for the call and the response: never one without the other
         # After the checkpoint: a kill between the two loses an audit line, never makes a resumed
@@ -436,8 +437,9 @@ class ContextEngine:
         view, receipts = repair(state.view)
         added = view.messages[len(state.view.messages) :]
         kept = view.messages[: len(state.view.messages)]
+        tape: Sequence[Message]
         if all(a is b for a, b in zip(kept, state.view.messages, strict=True)):
-            tape = (*state.tape, *added)  # the repair only appended: the tape gets the same
+            tape = History.of(state.tape).extended(added)  # the repair only appended: the tape too
         else:
             tape = repair(state.view.with_messages(state.tape))[0].messages
         engine._tape, engine._view = tape, view
@@ -491,7 +493,7 @@ class BreakpointTally:
     def __init__(self) -> None:
         self._memo: dict[int, int] = {}
         self._kept: list[Message] = []
-        self._last: tuple[tuple[Message, ...], int] = ((), 0)
+        self._last: tuple[Sequence[Message], int] = ((), 0)
         """The last view's messages and the breakpoints they carry."""
 
     def __call__(self, view: Conversation) -> int:
@@ -505,7 +507,7 @@ class BreakpointTally:
         head = _has_mark(view) + sum(map(_has_mark, view.tools))
         return head + sum(map(_has_mark, view.system_blocks)) + total
 
-    def _messages(self, messages: tuple[Message, ...]) -> int:
+    def _messages(self, messages: Sequence[Message]) -> int:
         memo = self._memo
         counts = list(map(memo.get, map(id, messages)))
         for i in [i for i, c in enumerate(counts) if c is None]:  # new messages only

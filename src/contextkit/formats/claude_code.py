@@ -263,7 +263,7 @@ def _with_cache_resets(
     of those first calls."""
     out: list[Call] = []
     resumed: list[int] = []
-    before: tuple[Message, ...] = ()
+    before: Sequence[Message] = ()
     previous: datetime | None = None
     for call in calls:
         messages = call.request.messages

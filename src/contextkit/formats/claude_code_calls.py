@@ -48,6 +48,7 @@ from contextkit.messages import (
     Block,
     Conversation,
     DocumentBlock,
+    History,
     ImageBlock,
     Message,
     Role,
@@ -272,7 +273,8 @@ class _Request:
     """Every response placed holds all its lines (none written after the request's response)."""
     segments: list[tuple[Role, list[Rec]]] = field(default_factory=list)
     placed: set[str] = field(default_factory=set)
-    messages: tuple[Message, ...] = ()
+    messages: History[Message] = field(default_factory=History)
+    """The request so far: a view of one list the next requests extend (no copy per call)."""
 
 
 def _grow(
@@ -374,7 +376,7 @@ def _place(state: _Request, tail: list[Rec], first: Rec, index: Index, memo: Mes
         else:
             segments.append(("user", [rec]))
     fresh = tuple(_message(role, recs, memo) for role, recs in segments[keep:])
-    state.messages = state.messages[:keep] + fresh
+    state.messages = state.messages[:keep].extended(fresh)
 
 
 def _response_blocks(rec: Rec, first: Rec, index: Index) -> tuple[Block, ...]:
@@ -468,7 +470,7 @@ def _sendable(blocks: list[Block]) -> list[Block]:
     return kept or blocks
 
 
-def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) -> tuple[Call, int]:
+def _call(group: list[Rec], messages: Sequence[Message], memo: MessageMemo) -> tuple[Call, int]:
     first = group[0]
     response = _message("assistant", group, memo)
     usage = next((r.usage for r in reversed(group) if r.usage is not None), None)
@@ -479,7 +481,7 @@ def _call(group: list[Rec], messages: tuple[Message, ...], memo: MessageMemo) ->
         guessed = 1
         stop = "tool_use" if any(True for _ in response.tool_uses()) else "end_turn"
     call = Call(
-        request=Conversation(model=model).with_messages(messages),  # no copy of the tuple
+        request=Conversation(model=model).with_messages(messages),  # the history itself
         response=response,
         usage=usage,
         model=model,

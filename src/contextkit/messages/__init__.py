@@ -5,6 +5,7 @@ response reports, the receipts of changes, and the invariants a provider enforce
 
 from __future__ import annotations
 
+from contextkit.messages._history import History, same_prefix
 from contextkit.messages._model import (
     BLOCK_ADAPTER,
     BLOCKS_ADAPTER,
@@ -78,6 +79,7 @@ __all__ = [
     "Conversation",
     "DocumentBlock",
     "Frozen",
+    "History",
     "ImageBlock",
     "JsonObject",
     "JsonValue",
@@ -104,6 +106,7 @@ __all__ = [
     "repair",
     "rules_for",
     "rules_for_model",
+    "same_prefix",
     "to_payload",
     "token_count",
     "validate",

@@ -17,7 +17,9 @@ results in the user role. Other wire formats convert to and from it (``contextki
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import (
@@ -29,6 +31,7 @@ from pydantic import (
     field_validator,
 )
 
+from contextkit.messages._history import History, same_prefix
 from contextkit.models import ModelInfo, resolve_model
 
 JsonValue: TypeAlias = Any
@@ -256,9 +259,10 @@ class Conversation(Frozen):
     model: str | None = None
     system: str | tuple[Block, ...] | None = None
     tools: tuple[Tool, ...] = ()
-    messages: tuple[Message, ...] = ()
+    messages: Annotated[Sequence[Message], History] = History()
+    """A :class:`~contextkit.messages.History`: requests that extend one another share one list."""
 
-    @field_validator("system", "tools", "messages", mode="before")
+    @field_validator("system", "tools", mode="before")
     @classmethod
     def _tuple_fields(cls, value: object) -> object:
         return _tupled(value)
@@ -278,14 +282,27 @@ class Conversation(Frozen):
         return resolve_model(self.model)
 
     def with_messages(self, messages: Sequence[Message]) -> Conversation:
-        """A copy with other messages (the same object when they are the same)."""
-        new = tuple(messages)
-        if new == self.messages and all(a is b for a, b in zip(new, self.messages, strict=True)):
-            return self
-        return _with_field(self, "messages", new)
+        """A copy with other messages (the same object when they are the same objects). Messages
+        that begin with this request's own objects extend its history, sharing its list."""
+        mine = self.messages
+        if isinstance(messages, History):
+            if messages is mine or (messages.shares(mine) and len(messages) == len(mine)):
+                return self
+            return _with_field(self, "messages", messages)
+        n = len(mine)
+        if len(messages) >= n and all(map(operator.is_, islice(messages, n), mine)):
+            if len(messages) == n:
+                return self
+            if n:  # a plain sequence that grew this request: share the list
+                return _with_field(
+                    self, "messages", History.of(mine).extended(tuple(islice(messages, n, None)))
+                )
+        return _with_field(self, "messages", History(messages))
 
     def append(self, *messages: Message) -> Conversation:
-        return _with_field(self, "messages", (*self.messages, *messages))
+        if not messages:
+            return self
+        return _with_field(self, "messages", History.of(self.messages).extended(messages))
 
 
 def _with_field(model: Conversation, name: str, value: object) -> Conversation:
@@ -337,25 +354,12 @@ def extends(messages: Sequence[Message], before: Sequence[Message]) -> bool:
     """Whether ``messages`` begins with ``before`` (the same objects, as structural sharing leaves
     a growing history, or equal ones). Checked in C: tuple comparison tests identity before
     equality, so a shared history costs a pointer comparison per message (faster than
-    ``all(map(operator.is_, ...))``, which calls a function per message)."""
+    ``all(map(operator.is_, ...))``, which calls a function per message). Two histories of one
+    list (:class:`History`) are decided by their lengths."""
     n = len(before)
     if n == 0:
         return True
-    if n > len(messages) or (
-        messages[n - 1] is not before[n - 1] and messages[n - 1] != before[n - 1]
-    ):
-        return False
-    if isinstance(messages, tuple) and isinstance(before, tuple):
-        if n == len(messages):
-            return messages == before
-        # The history grew: ``<=`` walks both tuples in C as ``==`` does and, all of ``before``
-        # equal, decides by the sizes (True); at a pair that differs it orders two messages,
-        # which they do not support (TypeError). A slice would copy the history at every call.
-        try:
-            return before <= messages
-        except TypeError:
-            return False
-    return tuple(messages[:n]) == tuple(before)
+    return n <= len(messages) and same_prefix(messages, before, n)
 
 
 __all__ = [

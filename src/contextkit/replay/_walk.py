@@ -4,9 +4,10 @@ conversation (see :mod:`._replay` for the contract). Shared by the replay and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextkit.messages import Block, Conversation, Message
+from contextkit.messages import Block, Conversation, Message, same_prefix
 from contextkit.session import Call, Session
 
 # --- walking the recording ---------------------------------------------------------------------
@@ -38,7 +39,7 @@ def _strip_block(block: Block) -> Block:
 
 @dataclass
 class _Thread:
-    raw: tuple[Message, ...]
+    raw: Sequence[Message]
     """The messages of the recorded request this thread last made, as recorded."""
     sent: list[Message]
     """The same messages with their marks stripped (a list: a call extends it by what it
@@ -95,7 +96,7 @@ class _Walker:
         thread.raw, thread.sent = raw, list(messages)
         return thread, messages[shared:]
 
-    def _match(self, raw: tuple[Message, ...]) -> _Thread | None:
+    def _match(self, raw: Sequence[Message]) -> _Thread | None:
         """The newest thread whose previous request ``raw`` continues (or repeats)."""
         for thread in reversed(self.threads):
             n = len(thread.raw)
@@ -103,7 +104,7 @@ class _Walker:
                 return thread
         return None
 
-    def _continues(self, prefix: tuple[Message, ...], thread: _Thread) -> bool:
+    def _continues(self, prefix: Sequence[Message], thread: _Thread) -> bool:
         # Identity first (tuple comparison checks it in C before equality, and readers share
         # message objects between requests); a message that differs only by a moved cache mark
         # compares equal once stripped.
@@ -113,21 +114,17 @@ class _Walker:
         return all(a is b or self.strip(a) == s for a, b, s in pairs)
 
 
-def _grew(before: tuple[Message, ...], raw: tuple[Message, ...]) -> bool:
+def _grew(before: Sequence[Message], raw: Sequence[Message]) -> bool:
     """``raw[: len(before)] == before`` without the slice (which copied the whole history at every
-    call): ``<=`` walks both tuples in C as ``==`` does (identity first) and, all of ``before``
-    equal, decides by the sizes; at a pair that differs it orders two messages, which they do
-    not support (TypeError: not a plain continuation, :meth:`_Walker._continues` decides)."""
+    call): O(1) for histories of one list, else one comparison in C (:func:`same_prefix`); a
+    request that does not plainly continue is decided by :meth:`_Walker._continues`."""
     last = len(before) - 1
     if raw[last] is not before[last]:
         return False  # the common miss (another thread, a moved cache mark), decided in O(1)
-    try:
-        return before <= raw
-    except TypeError:
-        return False
+    return same_prefix(before, raw, len(before))
 
 
-def _known(messages: tuple[Message, ...], tape: tuple[Message, ...]) -> int:
+def _known(messages: Sequence[Message], tape: Sequence[Message]) -> int:
     """After a harness compaction: how many leading messages are the harness's artefacts or
     content the tape already holds (the summary first, then anything already seen: a message
     whose JSON is that of a tape message). Only tape messages of the same signature (implied by
@@ -177,7 +174,7 @@ def _signature(message: Message) -> object:
     return (message.role, tuple(blocks))
 
 
-def _with_head(view: Conversation, request: Conversation, new: tuple[Message, ...]) -> Conversation:
+def _with_head(view: Conversation, request: Conversation, new: Sequence[Message]) -> Conversation:
     """The view under the recorded request's head (system, tools, params) plus the new messages."""
     if _same_head(view, request):
         return view.append(*new) if new else view

@@ -168,7 +168,7 @@ _SEEN_PER_KIND = 4
 
 
 class _Seen(NamedTuple):
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     total: int
 
 
@@ -202,7 +202,7 @@ def _totals(counter: TokenCounter) -> _Totals | None:
 
 
 def _grown(
-    seen: list[_Seen], messages: tuple[Message, ...], part: Callable[[Message], int]
+    seen: list[_Seen], messages: Sequence[Message], part: Callable[[Message], int]
 ) -> int | None:
     """The total of ``messages`` from a remembered view they extend (the same or equal messages:
     equal ones have equal totals), None when none matches."""
@@ -225,7 +225,7 @@ def _result_tokens(message: Message, counter: TokenCounter) -> int:
     return sum(counter.count_block(b) for _, b in info(message).results)
 
 
-def tool_result_tokens(messages: tuple[Message, ...], counter: TokenCounter) -> int:
+def tool_result_tokens(messages: Sequence[Message], counter: TokenCounter) -> int:
     """Tokens of the tool results in user messages, counted by ``counter``.
 
     Incremental over a growing view (see above); after an edit each message's own total is
@@ -247,9 +247,7 @@ def _message_result_tokens(totals: _Totals, counter: TokenCounter, message: Mess
     return totals.result_tokens(message, counter) if known is None else known
 
 
-def _all_result_tokens(
-    totals: _Totals, messages: tuple[Message, ...], counter: TokenCounter
-) -> int:
+def _all_result_tokens(totals: _Totals, messages: Sequence[Message], counter: TokenCounter) -> int:
     counts = list(map(totals.results.get, map(id, messages)))
     try:
         first = counts.index(None)  # usually the edited and the newest messages only

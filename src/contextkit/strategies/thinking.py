@@ -13,6 +13,7 @@ Contract of :class:`ClearThinking`:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -27,7 +28,7 @@ def _is_thinking(block: object) -> bool:
     return isinstance(block, ThinkingBlock | RedactedThinkingBlock)
 
 
-def _protected_from(messages: tuple[Message, ...], keep_turns: int) -> int:
+def _protected_from(messages: Sequence[Message], keep_turns: int) -> int:
     """The first message index whose thinking is kept."""
     starts = turn_starts(messages)
     last_assistant = max(

@@ -6,7 +6,7 @@ history costs one pass over the unique text); :class:`ApproxCounter` (characters
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, cast, runtime_checkable
 
 from contextkit.messages import (
@@ -61,7 +61,7 @@ class MemoCounter:
         # text -> count: distinct blocks often carry the same text (a file read twice, the same
         # placeholder for every evicted result), and the unique text is what should be tokenised.
         self._texts: dict[str, int] = {}
-        self._tallies: list[tuple[tuple[Message, ...], int]] = []
+        self._tallies: list[tuple[Sequence[Message], int]] = []
         self._walked: set[int] = set()
         """ids of the messages :meth:`prime` walked (kept alive in ``_kept``): pricing a replay's
         views after priming its tape walks only the messages a strategy made."""
@@ -174,7 +174,7 @@ class MemoCounter:
             + self._count_messages(conversation.messages)
         )
 
-    def _count_messages(self, messages: tuple[Message, ...]) -> int:
+    def _count_messages(self, messages: Sequence[Message]) -> int:
         """The messages' total. Callers count a growing history at every call: a history that
         extends one of the last few counted (the same or equal objects: :func:`extends`) costs
         only its new messages; otherwise the memo is looked up in C (map over ids) and
@@ -201,7 +201,7 @@ class MemoCounter:
     _TALLIES = 4
     """Histories remembered for :meth:`_count_messages` (a replay walks a tape and a view)."""
 
-    def _count_all(self, messages: tuple[Message, ...]) -> int:
+    def _count_all(self, messages: Sequence[Message]) -> int:
         counts = list(map(self._memo.get, map(id, messages)))
         try:
             first = counts.index(None)  # usually the newest messages only

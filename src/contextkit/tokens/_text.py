@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, TypeAlias
 
@@ -130,7 +130,7 @@ def _new_parts(
     walked: list[Message] = []
     tools: object = None
     system: object = None
-    before: tuple[Message, ...] = ()
+    before: Sequence[Message] = ()
 
     def add_blocks(parts: Iterable[Block]) -> None:
         for block in parts:  # a block twice (in two messages) is memoised once by prime
