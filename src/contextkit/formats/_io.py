@@ -95,11 +95,7 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
     check = LINE_CHECK.get()
     if check is not None and check.path != path:
         check = None
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(_lines(path), start=1):
         if not raw.strip():
             continue
         try:
@@ -113,6 +109,17 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
                 continue
             if check is None or check.takes(number, value):
                 yield number, value
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    """The file's lines split at ``\\n`` (without it), read as they come: a reader holds one line
+    at a time, not the file (a trace of request bodies holds its history once per call)."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                yield raw[:-1] if raw.endswith(b"\n") else raw
+    except OSError as exc:
+        raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
 _DECODER = json.JSONDecoder()

@@ -46,6 +46,7 @@ from pydantic import ValidationError, field_validator
 
 from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats._io import Skips, iter_jsonl, load_json, sniff_records
+from contextkit.formats._reuse import BodyReuse
 from contextkit.formats.sse import StreamError, assemble_stream
 from contextkit.messages import (
     SERVER_TOOL_RESULT_TYPES,
@@ -121,16 +122,27 @@ class PayloadError(ContextkitError):
 # Requests
 
 
-def from_anthropic_request(payload: Mapping[str, Any]) -> Conversation:
-    """A Messages request body as a :class:`Conversation` (every field kept)."""
+def from_anthropic_request(
+    payload: Mapping[str, Any], reuse: BodyReuse | None = None
+) -> Conversation:
+    """A Messages request body as a :class:`Conversation` (every field kept). With ``reuse``
+    (one per file read), what repeats an earlier body of the file is shared with its request,
+    not parsed again (:mod:`contextkit.formats._reuse`)."""
     if not isinstance(payload, Mapping):
         raise PayloadError(f"a request body must be a JSON object, found {type(payload).__name__}")
     if not isinstance(payload.get("messages"), Sequence) or isinstance(payload["messages"], str):
         raise PayloadError("no 'messages' list: not a Messages request body")
+    if reuse is None:
+        return _validate_request(payload, 0)
+    return reuse.parse(payload, _validate_request)
+
+
+def _validate_request(payload: Mapping[str, Any], offset: int) -> Conversation:
+    """``payload`` validated; its messages are the body's from index ``offset`` on."""
     try:
         return Conversation.model_validate(payload)
     except ValidationError as exc:
-        raise PayloadError("request body: " + _describe(exc)) from None
+        raise PayloadError("request body: " + _describe(exc, offset)) from None
 
 
 def to_anthropic_request(conversation: Conversation) -> dict[str, Any]:
@@ -138,10 +150,13 @@ def to_anthropic_request(conversation: Conversation) -> dict[str, Any]:
     return to_payload(conversation)
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, offset: int = 0) -> str:
     errors = exc.errors()
     first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    loc = list(first["loc"])
+    if offset and len(loc) > 1 and loc[0] == "messages" and isinstance(loc[1], int):
+        loc[1] += offset  # the index in the whole body, not in the part validated
+    where = ".".join(str(part) for part in loc) or "(top level)"
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
 
@@ -371,13 +386,16 @@ def _sniff(path: Path, head: str) -> bool:
     return bool(items) and all(is_anthropic_record(item) for item in items)
 
 
-def call_from_record(record: Mapping[str, Any], line: int | None = None) -> tuple[Call, list[str]]:
-    """A request body or a request/response pair as a :class:`Call`, with notes on the response."""
+def call_from_record(
+    record: Mapping[str, Any], line: int | None = None, reuse: BodyReuse | None = None
+) -> tuple[Call, list[str]]:
+    """A request body or a request/response pair as a :class:`Call`, with notes on the response
+    (``reuse``: see :func:`from_anthropic_request`)."""
     if "request" in record and "messages" not in record:
         request, response = record["request"], record.get("response")
     else:
         request, response = record, None
-    conversation = from_anthropic_request(request)
+    conversation = from_anthropic_request(request, reuse)
     parsed, notes = _response(response)
     usage, stop_reason, time = _audited(record) if parsed is None else (None, None, None)
     call = Call(
@@ -442,9 +460,10 @@ class _AnthropicReader:
         skips = Skips(path, lenient)
         calls: list[Call] = []
         notes: list[str] = []
+        reuse = BodyReuse()
         for where, line, record in _records(path, skips):
             try:
-                call, found = call_from_record(record, line)
+                call, found = call_from_record(record, line, reuse)
             except (PayloadError, StreamError, ValueError) as exc:  # ValueError: a bad count
                 skips.fail(f"{where}{exc}", line)
                 continue

@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from contextkit.formats._io import Skips, iter_jsonl
+from contextkit.formats._reuse import BodyReuse
 from contextkit.formats.anthropic import (
     AnthropicResponse,
     PayloadError,
@@ -81,6 +82,8 @@ class _Collected:
     calls: list[Call] = field(default_factory=list)
     set_aside: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    reuse: BodyReuse = field(default_factory=BodyReuse)
+    """The file's earlier bodies, which later ones repeat (:mod:`contextkit.formats._reuse`)."""
 
 
 def _read_record(record: Mapping[str, Any], line: int | None, into: _Collected) -> None:
@@ -99,7 +102,7 @@ def _read_record(record: Mapping[str, Any], line: int | None, into: _Collected) 
     if not isinstance(body, Mapping):
         raise PayloadError(f"request.body must be a JSON object, found {type(body).__name__}")
     try:
-        conversation = from_anthropic_request(body)
+        conversation = from_anthropic_request(body, into.reuse)
     except PayloadError as exc:
         raise PayloadError(f"request.body: {exc}") from None
     timestamp = _timestamp(request.get("timestamp"))

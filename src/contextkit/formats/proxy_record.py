@@ -34,6 +34,7 @@ from typing import Any
 from contextkit.errors import ContextkitError
 from contextkit.formats._io import Skips, iter_jsonl
 from contextkit.formats._openai_common import ParsedResponse
+from contextkit.formats._reuse import BodyReuse
 from contextkit.formats.anthropic import (
     from_anthropic_request,
     from_anthropic_response,
@@ -93,8 +94,11 @@ def _failure(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def call_from_record(record: Mapping[str, Any], line: int | None) -> tuple[Call | None, str | None]:
-    """The call one record makes (None for an exchange that is no model call) and a note."""
+def call_from_record(
+    record: Mapping[str, Any], line: int | None, reuse: BodyReuse | None = None
+) -> tuple[Call | None, str | None]:
+    """The call one record makes (None for an exchange that is no model call) and a note
+    (``reuse``: an Anthropic body shares what repeats the file's earlier bodies)."""
     if not is_proxy_record(record):
         raise ValueError(f"not a contextkit proxy record (no integer {RECORD_KEY!r})")
     parsers = _PARSERS.get(str(record.get("api")))
@@ -106,7 +110,10 @@ def call_from_record(record: Mapping[str, Any], line: int | None) -> tuple[Call 
         body = record.get("request")
     if not isinstance(body, Mapping):
         raise ValueError("'forwarded' must be the request body (an object)")
-    conversation = parse_request(body)
+    if parse_request is from_anthropic_request:
+        conversation = from_anthropic_request(body, reuse)
+    else:
+        conversation = parse_request(body)
     failure = _failure(record)
     response = record.get("response")
     parsed = ParsedResponse()
@@ -143,9 +150,10 @@ class _ProxyRecordReader:
         notes: list[str] = []
         set_aside: Counter[str] = Counter()
         session_id: str | None = None
+        reuse = BodyReuse()
         for line, record in iter_jsonl(path, skips):
             try:
-                call, note = call_from_record(record, line)
+                call, note = call_from_record(record, line, reuse)
             except (ValueError, ContextkitError) as exc:
                 skips.fail(str(exc), line)
                 continue
