@@ -23,7 +23,15 @@ from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
 from contextkit.formats._jsondoc import JsonDoc, Key, Peek, load_doc, peek
 from contextkit.formats.openai_chat import System, parse_chat_messages
-from contextkit.messages import Block, Conversation, Message, Tool, ToolUseBlock, token_count
+from contextkit.messages import (
+    Block,
+    Conversation,
+    History,
+    Message,
+    Tool,
+    ToolUseBlock,
+    token_count,
+)
 from contextkit.session import Call, Usage
 
 # --------------------------------------------------------------------------------------------------
@@ -153,10 +161,11 @@ def calls_from_messages(
 ) -> tuple[Call, ...]:
     """One call per reply: the request is every message before the response, rebuilt."""
     calls: list[Call] = []
+    history = History(messages)  # each request a view of its start: one list for every call
     for reply in replies:
         response = messages[reply.index]
         request = Conversation(
-            model=reply.model, system=system, tools=tools, messages=messages[: reply.index]
+            model=reply.model, system=system, tools=tools, messages=history[: reply.index]
         )
         calls.append(
             Call(
