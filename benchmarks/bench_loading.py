@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from contextkit.formats import load
+from contextkit.formats import _reuse, load
+from contextkit.formats.anthropic import write_requests_jsonl
 from contextkit.replay import replay
 from contextkit.strategies.config import strategy_from_spec
 from contextkit.testing.transcripts import write_claude_code_transcript
@@ -31,17 +32,17 @@ from timing import best_of, require_benchmark_run
 
 LARGE = os.environ.get("CONTEXTKIT_BENCH_LARGE") == "1"
 SIZES = [500, 1000, 2000, *([5000] if LARGE else [])]
-MAX_EXPONENT = 1.25
-"""The reader's own work is linear (each request extends the previous one; the tests count it);
-what is left above 1 is building each call's request tuple, which holds the whole history: every
-``Call`` holds its full request, n**2 / 2 references over a session (about 200 MB at 5,000 calls),
-a limit of the data model, not of the reader (docs/hardening.md, "Long sessions": one GC pass
-over those references and their copying account for it). Measured: 1.10 for loading, 1.17 for
-replay at 500 to 5,000 calls."""
+MAX_EXPONENT = 1.1
+"""The reader's own work is linear (each request extends the previous one; the tests count it),
+and the requests of a thread are views of one list (``contextkit.messages.History``), so a
+session of n calls holds its messages once, not n**2 / 2 references. Measured (docs/hardening.md,
+"Long sessions"): 0.98 to 1.03 for loading, 1.02 to 1.06 for replay at 500 to 5,000 calls (1.28
+and 1.32 when every request held its own tuple)."""
 
 _MEMORY = """
 import json, sys
-from contextkit.formats import load
+from contextkit.formats import _reuse, load
+from contextkit.formats.anthropic import write_requests_jsonl
 from contextkit.replay import replay
 from contextkit.strategies.config import strategy_from_spec
 
@@ -55,6 +56,23 @@ loaded = peak_mb()
 replay(session, strategy_from_spec("none"))
 print(json.dumps({"load_mb": loaded, "replay_mb": peak_mb()}))
 """
+
+_TRACE_MEMORY = """
+import json, sys
+from contextkit.formats import _reuse, load
+
+def peak_mb():
+    with open("/proc/self/status") as fh:
+        line = next(line for line in fh if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+_reuse.RECENT = int(sys.argv[2])
+start = peak_mb()
+calls = len(load(sys.argv[1]).sessions[0].calls)
+print(json.dumps({"calls": calls, "start_mb": start, "peak_mb": peak_mb()}))
+"""
+TRACE_SIZES = (100, 400)
+"""Calls of the request-body traces: 2.2 MB and 36 MB of JSON (each body holds the history)."""
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +122,37 @@ def test_load_and_replay_are_linear(
     assert k_replay <= MAX_EXPONENT
 
 
-def _peak_memory(path: Path) -> dict[str, float]:
+@pytest.mark.slow
+def test_request_traces_take_memory_by_the_history_not_the_file(
+    tmp_path: Path,
+) -> None:
+    """A file of request bodies (a raw API trace) holds its history again in every line: read
+    a line at a time, parsing only what repeats no earlier body (``formats._reuse``), peak memory
+    follows the conversation; parsing every body on its own follows the file."""
+    growth = {}
+    for recent in (_reuse.RECENT, 0):
+        peaks = []
+        for n in TRACE_SIZES:
+            path = tmp_path / f"trace{n}.jsonl"
+            if not path.exists():
+                session = load(write_claude_code_transcript(tmp_path / f"t{n}.jsonl", n))
+                write_requests_jsonl(path, [c.request for c in session.sessions[0].calls])
+            mb = _peak_memory(path, _TRACE_MEMORY, str(recent))
+            assert mb["calls"] == n
+            peaks.append(mb["peak_mb"] - mb["start_mb"])
+            mode = "on " if recent else "off"
+            print(
+                f"{n:>4} calls, {path.stat().st_size / 1e6:5.1f} MB file, reuse {mode}: "
+                f"{peaks[-1]:6.1f} MB over imports"
+            )
+        growth[recent] = peaks[-1] - peaks[0]
+    # Off, 4x the calls is about 16x the file and 300 MB more; on, a few MB.
+    assert growth[_reuse.RECENT] < growth[0] / 10
+
+
+def _peak_memory(path: Path, script: str = _MEMORY, *args: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _MEMORY, str(path)],
+        [sys.executable, "-c", script, str(path), *args],
         capture_output=True,
         text=True,
         check=True,
