@@ -214,3 +214,30 @@ def test_the_claude_trace_corpus_file_reads_as_each_body_alone(
     for path in files:
         reused, alone = _both(path, monkeypatch)
         _assert_same(reused, alone)
+
+
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [({"x": 1}, {"x": 1.0}), ({"x": 1}, {"x": True}), ({"a": 1, "b": 2}, {"b": 2, "a": 1})],
+)
+def test_values_python_calls_equal_but_json_writes_apart_are_not_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: Any, again: Any
+) -> None:
+    def use(value: Any) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": value}],
+        }
+
+    start = {"role": "user", "content": "go"}
+    bodies = [
+        _body([start, use(first), {"role": "user", "content": "more"}]),
+        _body([start, use(again), {"role": "user", "content": "more"}, use(first)]),
+    ]
+    bodies[1]["tools"] = [dict(TOOLS[0], input_schema={"type": "object", "x": 1.0})]
+    reused, alone = _both(_write(tmp_path / "trace.jsonl", bodies), monkeypatch)
+    _assert_same(reused, alone)
+    for call, body in zip(reused.sessions[0].calls, bodies, strict=True):
+        written = to_anthropic_request(call.request)  # declared fields first, then the others
+        for key in ("messages", "tools"):
+            assert json.dumps(written[key]) == json.dumps(body[key])

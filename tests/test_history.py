@@ -10,9 +10,12 @@ from __future__ import annotations
 import operator
 import pickle
 import threading
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from contextkit.messages import Conversation, History, Message, extends, same_prefix
 
@@ -172,3 +175,39 @@ def test_every_history_shows_what_a_tuple_model_shows(
             assert tuple(view) == model
             assert tuple(reversed(view)) == model[::-1]
             assert hash(view) == hash(model)
+
+
+def test_negative_index_bounds_count_from_the_history_end_not_the_list_end() -> None:
+    h = History(MESSAGES[:2])
+    h.extended(MESSAGES[2:3])  # the shared list is longer than h now
+    t = tuple(MESSAGES[:2])
+    assert h.index(MESSAGES[1], -1) == t.index(MESSAGES[1], -1)
+    with pytest.raises(ValueError, match="not in list"):
+        h.index(MESSAGES[1], 0, -1)
+    with pytest.raises(ValueError, match="not in list"):
+        h.index(MESSAGES[2])
+
+
+def test_same_prefix_needs_equal_items_not_ordered_ones() -> None:
+    assert not same_prefix((0, 5), (1, 5), 2)
+    assert same_prefix((0, 5), (0, 5, 7), 2)
+    assert not same_prefix([0, 5], (0, 6, 7), 2)
+
+
+def test_a_history_of_raw_items_is_validated_and_a_validated_one_is_kept() -> None:
+    raw = History([MESSAGES[0].model_dump(), MESSAGES[1].model_dump()])
+    c = Conversation.model_validate({"messages": raw})
+    assert c.messages == tuple(MESSAGES[:2])
+    assert all(isinstance(m, Message) for m in c.messages)
+    assert isinstance(c.messages, History)
+    grown = c.messages.extended(MESSAGES[2:4])
+    d = Conversation(messages=grown)
+    assert d.messages is grown  # the new items checked once, the list kept
+    bad: History[Any] = History.of(grown).extended([{"role": "nobody", "content": "x"}])
+    with pytest.raises(ValidationError):
+        Conversation(messages=bad)
+
+
+def test_a_conversation_has_a_json_schema() -> None:
+    schema = Conversation.model_json_schema()
+    assert "messages" in schema["properties"]

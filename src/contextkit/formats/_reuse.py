@@ -3,22 +3,24 @@
 A file of request bodies (a raw API trace, a proxy record, a claude-trace log) holds the whole
 history again in every request: n calls hold about n²/2 messages, and parsing each body on its own
 builds that many message objects, so memory follows the file, not the conversation. A
-:class:`BodyReuse` remembers the last few bodies a reader parsed (their raw JSON and what it
-parsed to); a body whose ``messages`` begin with the same JSON values as one of them validates
+:class:`BodyReuse` remembers the last few bodies a reader parsed (each message as JSON text, and
+what it parsed to); a body whose ``messages`` begin with the same texts as one of them validates
 only the messages after that prefix and extends that request's :class:`History`, and a ``tools``
-or ``system`` equal to that body's takes its parsed value. Requests of one thread then hold one
-list of messages between them, and loading costs the comparisons (in C, on the parsed JSON)
-plus the validation of each message once.
+or ``system`` with the same text as that body's takes its parsed value. Requests of one thread
+then hold one list of messages between them, and loading costs writing each message as text and
+comparing the texts (both in C) plus validating each message once.
 
 Contract: the request parsed with reuse equals, and serialises exactly as, the one parsed from
-the body alone: reuse is decided on equal JSON values (so ``"cache_control": null`` and no
-``cache_control`` stay apart), and the messages of a request are validated independently of one
-another (no validator looks across messages). Several threads interleaved in one file (a main
-agent and its subagents) each find their own earlier body among the last :data:`RECENT`.
+the body alone: reuse is decided on the same JSON text (so ``"cache_control": null`` and no
+``cache_control``, ``1`` and ``1.0``, or keys in another order stay apart), and the messages of
+a request are validated independently of one another (no validator looks across messages).
+Several threads interleaved in one file (a main agent and its subagents) each find their own
+earlier body among the last :data:`RECENT`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +36,20 @@ _FIELDS = ("system", "tools")
 
 @dataclass(frozen=True, slots=True)
 class _Parsed:
-    raw_messages: list[Any]
+    raw_messages: list[str]
+    """Each message as JSON text (:func:`_text`)."""
     history: History[Message]
-    raw: dict[str, Any]
-    """The raw values of :data:`_FIELDS` that the body had."""
+    raw: dict[str, str]
+    """The values of :data:`_FIELDS` that the body had, as JSON text."""
     parsed: Conversation
+
+
+def _text(value: Any) -> str:
+    """A parsed JSON value as text: two values with the same text parse to the same request.
+    Python's ``==`` is not enough: it takes ``1``, ``1.0`` and ``true`` for one another and dict
+    keys in any order, and a field that holds any JSON (a tool's ``input``) writes them back as
+    they were."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 class BodyReuse:
@@ -60,25 +71,25 @@ class BodyReuse:
         raw = body["messages"]
         if self._size <= 0 or not isinstance(raw, list):
             return validate(body, 0)
-        base, k = self._match(raw)
+        texts = [_text(m) for m in raw]
+        fields = {key: _text(body[key]) for key in _FIELDS if key in body}
+        base, k = self._match(texts)
         part = dict(body)
         part["messages"] = raw[k:]
         reused: dict[str, Any] = {}
         if base is not None:
-            for key in _FIELDS:
-                if key in body and key in base.raw and body[key] == base.raw[key]:
+            for key, text in fields.items():
+                if base.raw.get(key) == text:
                     reused[key] = getattr(base.parsed, key)
                     del part[key]
         request = validate(part, k)
         head: History[Message] = base.history[:k] if base is not None else History()
         history = head.extended(request.messages)
         request = request.model_copy(update={"messages": history, **reused})
-        self._remember(
-            _Parsed(raw, history, {key: body[key] for key in _FIELDS if key in body}, request)
-        )
+        self._remember(_Parsed(texts, history, fields, request))
         return request
 
-    def _match(self, raw: list[Any]) -> tuple[_Parsed | None, int]:
+    def _match(self, raw: list[str]) -> tuple[_Parsed | None, int]:
         """The remembered body sharing the longest run of leading messages with ``raw``, and
         that run's length; with none, the newest body (its fields may still repeat) and 0."""
         best: _Parsed | None = None

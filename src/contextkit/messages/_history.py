@@ -41,22 +41,36 @@ _GROW = threading.Lock()
 one list must not both append)."""
 
 
+class _Items(list[T]):
+    """The shared list, with how many of its leading items a validation has checked (items are
+    only ever appended, so the checked start stays checked)."""
+
+    __slots__ = ("checked",)
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        super().__init__(items)
+        self.checked = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Items, (list(self),))
+
+
 class History(Sequence[T], Generic[T]):
     """The first ``len(self)`` messages of a list shared with the histories it extends."""
 
     __slots__ = ("_hash", "_items", "_n")
 
-    _items: list[T]
+    _items: _Items[T]
     _n: int
     _hash: int | None
 
     def __init__(self, messages: Iterable[T] = ()) -> None:
-        self._items = list(messages)
+        self._items = _Items(messages)
         self._n = len(self._items)
         self._hash = None
 
     @classmethod
-    def _view(cls, items: list[T], n: int) -> History[T]:
+    def _view(cls, items: _Items[T], n: int) -> History[T]:
         view = object.__new__(cls)
         view._items, view._n, view._hash = items, n, None
         return view
@@ -101,17 +115,17 @@ class History(Sequence[T], Generic[T]):
         return any(m is value or m == value for m in islice(self._items, self._n))
 
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
-        end = self._n if stop is None else min(stop, self._n)
-        return self._items.index(value, start, end)
+        # Negative bounds count from the history's end, not from the shared list's.
+        first, end, _ = slice(start, stop).indices(self._n)
+        return self._items.index(value, first, end)
 
     def count(self, value: Any) -> int:
         return self._list().count(value)
 
     def _list(self) -> list[T]:
-        """The messages as a list: the shared list itself when the history is all of it (read
-        only), else a copy of the first ``len(self)``."""
-        items = self._items
-        return items if len(items) == self._n else items[: self._n]
+        """The messages as a list of their own: a copy of the first ``len(self)`` (one atomic
+        slice; the shared list itself could grow under a comparison in another thread)."""
+        return self._items[: self._n]
 
     # --- growing --------------------------------------------------------------------------------
 
@@ -132,7 +146,7 @@ class History(Sequence[T], Generic[T]):
                     a is b for a, b in zip(islice(items, n, n + k), new, strict=True)
                 ):
                     return History._view(items, n + k)
-        fork = items[:n]
+        fork = _Items(items[:n])
         fork.extend(new)
         return History._view(fork, n + k)
 
@@ -183,7 +197,8 @@ class History(Sequence[T], Generic[T]):
         cls, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         # ``source``: the annotated ``Sequence[Message]``; validated and written as a tuple of it.
-        (item,) = get_args(source)
+        args = get_args(source)
+        item = args[0] if args else Any  # a bare History (its JSON schema): any items
         messages = handler.generate_schema(tuple[item, ...])  # type: ignore[valid-type]
         return core_schema.no_info_wrap_validator_function(
             _validate,
@@ -195,41 +210,46 @@ class History(Sequence[T], Generic[T]):
 
 
 def same_prefix(a: Sequence[T], b: Sequence[T], n: int) -> bool:
-    """``a[:n] == b[:n]`` (the same objects or equal ones; ``n`` at most either length) without
-    copying a tuple: O(1) for two histories of one list, one comparison in C otherwise."""
+    """``a[:n] == b[:n]`` (the same objects or equal ones; ``n`` at most either length): O(1)
+    for two histories of one list, else the last item first (the common miss) and then one
+    list comparison in C (which tests identity before equality)."""
     if n == 0 or (isinstance(a, History) and a.shares(b)):
         return True
     last = n - 1
     if a[last] is not b[last] and a[last] != b[last]:
         return False  # the common miss, decided in O(1)
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        short, long = (a, b) if len(a) <= len(b) else (b, a)
-        if len(short) == n:
-            # ``<=`` walks both tuples in C as ``==`` does and, all of the shorter equal, decides
-            # by the sizes; at a pair that differs it orders two messages, which they do not
-            # support (TypeError: not a prefix). A slice of the longer would copy it.
-            try:
-                return short <= long
-            except TypeError:
-                return False
     return _head(a, n) == _head(b, n)
 
 
-def _head(messages: Sequence[T], n: int) -> list[T] | tuple[T, ...]:
+def _head(messages: Sequence[T], n: int) -> list[T]:
+    """The first ``n`` items as a list of their own (one slice in C for a history or a tuple)."""
     if isinstance(messages, History):
-        items = messages._items
-        return items if len(items) == n else items[:n]
-    if isinstance(messages, tuple) and len(messages) == n:
-        return list(messages)
+        return messages._items[:n]
+    if isinstance(messages, (tuple, list)):
+        return list(messages[:n])
     return list(islice(messages, n))
 
 
 def _validate(value: Any, handler: core_schema.ValidatorFunctionWrapHandler) -> History[Any]:
     if isinstance(value, History):
-        return value
+        # Its items are validated once per list: a request that extends a validated history
+        # costs the new items only. Items the validator would turn into others (dicts, say)
+        # give a history of their own.
+        items, n = value._items, value._n
+        if items.checked >= n:
+            return value
+        fresh = items[items.checked : n]
+        checked = handler(tuple(fresh))
+        if all(a is b for a, b in zip(checked, fresh, strict=True)):
+            with _GROW:
+                items.checked = max(items.checked, n)
+            return value
+        return History(handler(tuple(value)))
     if isinstance(value, list):
         value = tuple(value)
-    return History(handler(value))
+    history: History[Any] = History(handler(value))
+    history._items.checked = history._n
+    return history
 
 
 __all__ = ["History", "same_prefix"]
