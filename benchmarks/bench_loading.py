@@ -36,8 +36,8 @@ MAX_EXPONENT = 1.1
 """The reader's own work is linear (each request extends the previous one; the tests count it),
 and the requests of a thread are views of one list (``contextkit.messages.History``), so a
 session of n calls holds its messages once, not n**2 / 2 references. Measured (docs/hardening.md,
-"Long sessions"): 0.98 to 1.03 for loading, 1.02 to 1.06 for replay at 500 to 5,000 calls (1.28
-and 1.32 when every request held its own tuple)."""
+"Long sessions"): 0.81 to 1.05 for loading, 0.79 to 1.08 for replay at 500 to 5,000 calls over
+six runs (1.28 and 1.32 when every request held its own tuple)."""
 
 _MEMORY = """
 import json, sys
