@@ -352,10 +352,9 @@ def block_payload(block: Block) -> dict[str, Any]:
 
 def extends(messages: Sequence[Message], before: Sequence[Message]) -> bool:
     """Whether ``messages`` begins with ``before`` (the same objects, as structural sharing leaves
-    a growing history, or equal ones). Checked in C: tuple comparison tests identity before
-    equality, so a shared history costs a pointer comparison per message (faster than
-    ``all(map(operator.is_, ...))``, which calls a function per message). Two histories of one
-    list (:class:`History`) are decided by their lengths."""
+    a growing history, or equal ones). Two histories of one list (:class:`History`) are decided
+    by their lengths; others by their last message, then one list comparison in C, which tests
+    identity before equality (:func:`~contextkit.messages.same_prefix`)."""
     n = len(before)
     if n == 0:
         return True
