@@ -39,38 +39,40 @@ session of n calls holds its messages once, not n**2 / 2 references. Measured (d
 "Long sessions"): 0.81 to 1.05 for loading, 0.79 to 1.08 for replay at 500 to 5,000 calls over
 six runs (1.28 and 1.32 when every request held its own tuple)."""
 
-_MEMORY = """
+_PEAK_MB = """
 import json, sys
-from contextkit.formats import _reuse, load
-from contextkit.formats.anthropic import write_requests_jsonl
-from contextkit.replay import replay
-from contextkit.strategies.config import strategy_from_spec
 
 def peak_mb():  # VmHWM: this process's own peak (ru_maxrss keeps the parent's across exec)
     with open("/proc/self/status") as fh:
         line = next(line for line in fh if line.startswith("VmHWM:"))
     return int(line.split()[1]) / 1024
+"""
+
+_MEMORY = (
+    _PEAK_MB
+    + """
+from contextkit.formats import load
+from contextkit.replay import replay
+from contextkit.strategies.config import strategy_from_spec
 
 session = load(sys.argv[1]).sessions[0]
 loaded = peak_mb()
 replay(session, strategy_from_spec("none"))
 print(json.dumps({"load_mb": loaded, "replay_mb": peak_mb()}))
 """
+)
 
-_TRACE_MEMORY = """
-import json, sys
+_TRACE_MEMORY = (
+    _PEAK_MB
+    + """
 from contextkit.formats import _reuse, load
-
-def peak_mb():
-    with open("/proc/self/status") as fh:
-        line = next(line for line in fh if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
 
 _reuse.RECENT = int(sys.argv[2])
 start = peak_mb()
 calls = len(load(sys.argv[1]).sessions[0].calls)
 print(json.dumps({"calls": calls, "start_mb": start, "peak_mb": peak_mb()}))
 """
+)
 TRACE_SIZES = (100, 400)
 """Calls of the request-body traces: 2.2 MB and 36 MB of JSON (each body holds the history)."""
 

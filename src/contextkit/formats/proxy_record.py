@@ -60,15 +60,24 @@ def _anthropic_response(body: Mapping[str, Any]) -> ParsedResponse:
     )
 
 
+def _body_by_body(
+    parse: Callable[[Mapping[str, Any]], Conversation],
+) -> Callable[[Mapping[str, Any], BodyReuse | None], Conversation]:
+    """A request parser that takes no reuse (OpenAI bodies: their messages depend on one
+    another, so each body is parsed on its own)."""
+    return lambda body, _reuse: parse(body)
+
+
 _PARSERS: dict[
     str,
     tuple[
-        Callable[[Mapping[str, Any]], Conversation], Callable[[Mapping[str, Any]], ParsedResponse]
+        Callable[[Mapping[str, Any], BodyReuse | None], Conversation],
+        Callable[[Mapping[str, Any]], ParsedResponse],
     ],
 ] = {
     "anthropic": (from_anthropic_request, _anthropic_response),
-    "openai-chat": (parse_chat_request, parse_chat_response),
-    "openai-responses": (parse_responses_request, parse_responses_response),
+    "openai-chat": (_body_by_body(parse_chat_request), parse_chat_response),
+    "openai-responses": (_body_by_body(parse_responses_request), parse_responses_response),
 }
 
 
@@ -110,10 +119,7 @@ def call_from_record(
         body = record.get("request")
     if not isinstance(body, Mapping):
         raise ValueError("'forwarded' must be the request body (an object)")
-    if parse_request is from_anthropic_request:
-        conversation = from_anthropic_request(body, reuse)
-    else:
-        conversation = parse_request(body)
+    conversation = parse_request(body, reuse)
     failure = _failure(record)
     response = record.get("response")
     parsed = ParsedResponse()
