@@ -7,6 +7,7 @@ thresholds, runs on every session in ``test_corpus_strategies.py``.)"""
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from contextkit.strategies import (
     When,
 )
 from contextkit.tokens import ApproxCounter
-from test_corpus_strategies import Replayed, _problems, _sessions
+from test_corpus_strategies import _problems, _sessions
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -43,8 +44,18 @@ AGGRESSIVE: dict[str, Strategy] = {
 }
 
 
+@dataclass(frozen=True)
+class Acted:
+    """One session under every strategy above, kept as what the tests need (one session's
+    replays at a time are held: see ``test_corpus_strategies.Digest``)."""
+
+    key: str
+    problems: dict[str, list[str]]
+    compactions: dict[str, int]
+
+
 @pytest.fixture(scope="module")
-def replayed(corpus: Path) -> list[Replayed]:
+def replayed(corpus: Path) -> list[Acted]:
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownPriceWarning)
@@ -52,19 +63,22 @@ def replayed(corpus: Path) -> list[Replayed]:
             if len(session.calls) <= MIN_CALLS:
                 continue
             counter = ApproxCounter()
-            runs = {
-                name: replay(session, strategy, name=name, counter=counter)
-                for name, strategy in AGGRESSIVE.items()
-            }
-            recorded = replay_as_recorded(session, counter=counter)
-            out.append(Replayed(key, session, counter, recorded, runs))
+            problems: dict[str, list[str]] = {}
+            compactions: dict[str, int] = {}
+            for name, strategy in AGGRESSIVE.items():
+                result = replay(session, strategy, name=name, counter=counter)
+                problems[name] = _problems(key, session, counter, result, name)
+                compactions[name] = result.summary()["compactions"]
+                del result
+            replay_as_recorded(session, counter=counter)  # reads every session as recorded too
+            out.append(Acted(key, problems, compactions))
     assert len(out) >= 5, "the corpus holds too few long sessions"
     return out
 
 
 @pytest.mark.parametrize("name", list(AGGRESSIVE))
-def test_in_turn_views_keep_every_invariant(replayed: list[Replayed], name: str) -> None:
-    problems = [p for item in replayed for p in _problems(item, name)]
-    acted = sum(1 for item in replayed if item.presets[name].summary()["compactions"])
+def test_in_turn_views_keep_every_invariant(replayed: list[Acted], name: str) -> None:
+    problems = [p for item in replayed for p in item.problems[name]]
+    acted = sum(1 for item in replayed if item.compactions[name])
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
     assert acted >= 3, f"{name} acted on only {acted} sessions: the test would prove nothing"

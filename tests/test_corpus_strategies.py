@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,8 +34,7 @@ from contextkit.models import resolve_model
 from contextkit.pricing import UnknownPriceWarning, lookup_price
 from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
 from contextkit.session import Session
-from contextkit.strategies.config import PRESETS, strategy_from_spec
-from contextkit.strategies.summary import is_summary_block
+from contextkit.strategies import PRESETS, is_summary_block, strategy_from_spec
 from contextkit.tokens import TokenCounter, counter_for
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -43,18 +43,36 @@ CHEAPER = 0.30
 MIN_RECALL = 0.9
 
 
+PRICED_AS_SENT = ("none", "evict-tool-results", "sliding-window", "summary")
+"""The presets whose dumped requests are priced again as sent (the check is the same for all)."""
+
+
 @dataclass(frozen=True)
-class Replayed:
+class Digest:
+    """What the tests below need of one session replayed under every preset, kept once the replays
+    are gone: a replay holds every view, tape and dumped request of its session, and all of them
+    for every preset of every session do not fit in memory (one 2 MB Codex rollout alone took
+    8.7 GB that way). Each session is replayed, checked and dropped in turn."""
+
     key: str
-    session: Session
-    counter: TokenCounter
-    recorded: Replay
-    presets: dict[str, Replay]
+    calls: int
+    has_usage: bool
+    recorded: dict[str, Any]
+    presets: dict[str, dict[str, Any]]
+    """Each preset's ``Replay.summary()``."""
+    problems: dict[str, list[str]]
+    """Each preset's broken rules, per call (:func:`_problems`)."""
+    prices_differently: frozenset[str]
+    """The presets of :data:`PRICED_AS_SENT` whose dumped requests price otherwise."""
+    usage_sums: dict[str, int] | None
+    """The recorded usage summed over the calls (None: a call has no usage)."""
+    bill: float | None
+    """The recorded usage priced call by call, the harness's compaction calls included."""
 
 
-def _sessions(root: Path) -> list[tuple[str, Session]]:
-    """Every session with calls, subagents included, named ``file[#index][/subagent id]``."""
-    out: list[tuple[str, Session]] = []
+def _sessions(root: Path) -> Iterator[tuple[str, Session]]:
+    """Every session with calls, subagents included, named ``file[#index][/subagent id]``; one
+    file is loaded at a time."""
     for path in find_session_files([root]).files:
         loaded = load(path, lenient=True)  # a broken record is skipped (and reported), not fatal
         name = str(path.relative_to(root))
@@ -63,25 +81,67 @@ def _sessions(root: Path) -> list[tuple[str, Session]]:
             for sub in top.all_sessions():
                 if sub.calls:
                     suffix = "" if sub is top else f"/{sub.session_id}"
-                    out.append((label + suffix, sub))
-    return out
+                    yield label + suffix, sub
+
+
+def _usage_sums(session: Session) -> dict[str, int] | None:
+    usages = [c.usage for c in session.calls]
+    if any(u is None for u in usages):
+        return None
+    return {
+        "input_tokens": sum(u.input_tokens for u in usages if u),
+        "cache_read": sum(u.cache_read for u in usages if u),
+        "cache_write": sum(u.cache_write for u in usages if u),
+        "output": sum(u.output_tokens for u in usages if u),
+    }
+
+
+def _recorded_bill(session: Session) -> float | None:
+    bill = _bill(session)
+    # The harness's own compaction calls (Claude Code's agent-acompact-* subagents) belong to what
+    # the recording cost.
+    for sub in session.subagents:
+        if sub.harness_compaction and bill is not None:
+            extra = _bill(sub)
+            bill = None if extra is None else bill + extra
+    return bill
+
+
+def _digest(key: str, session: Session) -> Digest:
+    counter = counter_for(session.model_info)
+    summaries: dict[str, dict[str, Any]] = {}
+    problems: dict[str, list[str]] = {}
+    differing: set[str] = set()
+    for name in PRESETS:
+        result = replay(session, strategy_from_spec(name), name=name, counter=counter)
+        problems[name] = _problems(key, session, counter, result, name)
+        if name in PRICED_AS_SENT and _priced(result) != _priced_as_sent(session, counter, result):
+            differing.add(name)
+        summaries[name] = result.summary()
+        del result
+    recorded = replay_as_recorded(session, counter=counter).summary()
+    return Digest(
+        key=key,
+        calls=len(session.calls),
+        has_usage=all(c.usage for c in session.calls),
+        recorded=recorded,
+        presets=summaries,
+        problems=problems,
+        prices_differently=frozenset(differing),
+        usage_sums=_usage_sums(session),
+        bill=_recorded_bill(session),
+    )
 
 
 @pytest.fixture(scope="module")
-def replayed(corpus: Path) -> list[Replayed]:
+def replayed(corpus: Path) -> list[Digest]:
     out = []
     with warnings.catch_warnings():
         # Models without a known price ("<no model>", very new ones) cost "unknown": that is
         # reported in the table, not a failure of the strategies.
         warnings.simplefilter("ignore", UnknownPriceWarning)
         for key, session in _sessions(corpus):
-            counter = counter_for(session.model_info)
-            presets = {
-                name: replay(session, strategy_from_spec(name), name=name, counter=counter)
-                for name in PRESETS
-            }
-            recorded = replay_as_recorded(session, counter=counter)
-            out.append(Replayed(key, session, counter, recorded, presets))
+            out.append(_digest(key, session))
     assert out, "the corpus holds no session with model calls"
     return out
 
@@ -108,19 +168,20 @@ def _keeps_request(view: Conversation, latest: Message) -> bool:
     )
 
 
-def _problems(item: Replayed, name: str) -> list[str]:
-    result = item.presets[name]
+def _problems(
+    key: str, session: Session, counter: TokenCounter, result: Replay, name: str
+) -> list[str]:
     problems = []
     for k, (tape, view, sent) in enumerate(
         zip(result.tapes, result.views, result.requests, strict=True)
     ):
-        where = f"{item.key} [{name}] call {k}"
+        where = f"{key} [{name}] call {k}"
         allowed = Counter(v.code for v in validate(tape))
-        allowed |= Counter(v.code for v in validate(item.session.calls[k].request))
+        allowed |= Counter(v.code for v in validate(session.calls[k].request))
         added = Counter(v.code for v in validate(sent)) - allowed
         if added:
             problems.append(f"{where}: the view adds violations {dict(added)}")
-        if item.counter.count_conversation(view) > item.counter.count_conversation(tape):
+        if counter.count_conversation(view) > counter.count_conversation(tape):
             problems.append(f"{where}: the view holds more tokens than the tape")
         if view.system != tape.system:
             problems.append(f"{where}: the system prompt changed")
@@ -134,67 +195,58 @@ def _problems(item: Replayed, name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_view_is_valid_smaller_and_keeps_what_it_must(
-    replayed: list[Replayed], name: str
+    replayed: list[Digest], name: str
 ) -> None:
-    problems = [p for item in replayed for p in _problems(item, name)]
-    calls = sum(len(item.session.calls) for item in replayed)
+    problems = [p for item in replayed for p in item.problems[name]]
+    calls = sum(item.calls for item in replayed)
     assert not problems, f"{len(problems)} problems over {calls} calls:\n" + "\n".join(
         problems[:40]
     )
 
 
-def _priced_as_sent(item: Replayed, result: Replay) -> dict[str, list[int]]:
+CLASSES = ("input", "cache_write_5m", "cache_write_1h", "cache_read")
+
+
+def _priced(result: Replay) -> dict[str, list[int]]:
+    """The replay's own bill, call by call (the simulator placed the breakpoints itself)."""
+    table = result.ledger.simulated
+    return {k: getattr(table, k).tolist() for k in CLASSES}
+
+
+def _priced_as_sent(
+    session: Session, counter: TokenCounter, result: Replay
+) -> dict[str, list[int]]:
     """The replay's marked requests (what ``--dump-requests`` writes) priced as sent (the hidden
     prefix of a Claude Code file inferred, as always, from the recorded first request)."""
-    session = item.session
     cache = default_cache(session, [c.usage for c in session.calls if c.usage] or None)
     if isinstance(cache, AnthropicCache):
         cache = cache.model_copy(update={"placement": "as-sent"})
     table = price_session(
-        session, item.counter, cache=cache, output="recorded", requests=result.requests
+        session, counter, cache=cache, output="recorded", requests=result.requests
     ).simulated
     return {k: getattr(table, k).tolist() for k in CLASSES}
 
 
-CLASSES = ("input", "cache_write_5m", "cache_write_1h", "cache_read")
-
-
-@pytest.mark.parametrize("name", ["none", "evict-tool-results", "sliding-window", "summary"])
-def test_the_dumped_requests_price_as_the_replay(replayed: list[Replayed], name: str) -> None:
+@pytest.mark.parametrize("name", PRICED_AS_SENT)
+def test_the_dumped_requests_price_as_the_replay(replayed: list[Digest], name: str) -> None:
     """The simulator places the engine's breakpoints itself when replaying; the requests built
     with ``place_breakpoints`` (the dump) must be billed identically, call by call."""
-    differing = []
-    for item in replayed:
-        result = item.presets[name]
-        table = result.ledger.simulated
-        ours = {k: getattr(table, k).tolist() for k in CLASSES}
-        if ours != _priced_as_sent(item, result):
-            differing.append(item.key)
+    differing = [item.key for item in replayed if name in item.prices_differently]
     assert not differing, f"{name}: {len(differing)} sessions price differently: {differing[:10]}"
 
 
-def test_as_recorded_reproduces_the_recorded_bill(replayed: list[Replayed]) -> None:
+def test_as_recorded_reproduces_the_recorded_bill(replayed: list[Digest]) -> None:
     checked = 0
     for item in replayed:
-        usages = [c.usage for c in item.session.calls]
-        if any(u is None for u in usages):
+        if item.usage_sums is None:
             continue
-        summary = item.recorded.summary()
-        assert summary["input_tokens"] == sum(u.input_tokens for u in usages if u), item.key
-        assert summary["cache_read"] == sum(u.cache_read for u in usages if u), item.key
-        assert summary["cache_write"] == sum(u.cache_write for u in usages if u), item.key
-        assert summary["output"] == sum(u.output_tokens for u in usages if u), item.key
-        bill = _bill(item.session)
-        # The harness's own compaction calls (Claude Code's agent-acompact-* subagents) belong to
-        # what the recording cost.
-        for sub in item.session.subagents:
-            if sub.harness_compaction and bill is not None:
-                extra = _bill(sub)
-                bill = None if extra is None else bill + extra
-        if bill is None:
+        summary = item.recorded
+        for field, total in item.usage_sums.items():
+            assert summary[field] == total, (item.key, field)
+        if item.bill is None:
             assert summary["cost_usd"] is None, item.key
         else:
-            assert summary["cost_usd"] == pytest.approx(bill, rel=1e-9), item.key
+            assert summary["cost_usd"] == pytest.approx(item.bill, rel=1e-9), item.key
         checked += 1
     assert checked >= 10  # Claude Code, claude-trace, Codex, Gemini, OpenHands files have usage
 
@@ -216,17 +268,16 @@ def _money(value: float | None) -> str:
     return "unknown" if value is None or math.isnan(value) else f"{value:.4f}"
 
 
-def _wins(item: Replayed) -> list[str]:
+def _wins(item: Digest) -> list[str]:
     """Presets at least 30% cheaper than as recorded, with recall >= 0.9 and no overflow."""
-    base = item.recorded.summary()["cost_usd"]
+    base = item.recorded["cost_usd"]
     if not base:
         return []
     # The same preset against `none` (the same simulator on the full tape) separates what the
     # strategy saves from the gap between the simulation and the recorded bill.
-    tape = item.presets["none"].summary()["cost_usd"]
+    tape = item.presets["none"]["cost_usd"]
     wins = []
-    for name, result in item.presets.items():
-        s = result.summary()
+    for name, s in item.presets.items():
         cheap = s["cost_usd"] is not None and s["cost_usd"] <= (1 - CHEAPER) * base
         if cheap and s["recall"] >= MIN_RECALL and s["overflow_calls"] == 0:
             versus = f", {1 - s['cost_usd'] / tape:.0%} vs none" if tape else ""
@@ -234,16 +285,14 @@ def _wins(item: Replayed) -> list[str]:
     return wins
 
 
-def test_cost_and_recall_table(replayed: list[Replayed]) -> None:
+def test_cost_and_recall_table(replayed: list[Digest]) -> None:
     head = ["session", "calls", "usage", "as-recorded $", *(f"{n} $/recall" for n in PRESETS)]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     winners = []
     for item in replayed:
-        cells = [item.key, str(len(item.session.calls))]
-        cells.append("yes" if all(c.usage for c in item.session.calls) else "no")
-        cells.append(_money(item.recorded.summary()["cost_usd"]))
-        for result in item.presets.values():
-            s = result.summary()
+        cells = [item.key, str(item.calls), "yes" if item.has_usage else "no"]
+        cells.append(_money(item.recorded["cost_usd"]))
+        for s in item.presets.values():
             over = f" ({s['overflow_calls']} over)" if s["overflow_calls"] else ""
             cells.append(f"{_money(s['cost_usd'])} / {s['recall']:.2f}{over}")
         lines.append(" | ".join(cells))
@@ -256,4 +305,4 @@ def test_cost_and_recall_table(replayed: list[Replayed]) -> None:
     )
     print("\n".join(winners) or "(none)")
     assert len(lines) == len(replayed) + 2
-    assert all(r.summary()["recall"] <= 1.0 for item in replayed for r in item.presets.values())
+    assert all(s["recall"] <= 1.0 for item in replayed for s in item.presets.values())

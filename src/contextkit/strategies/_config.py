@@ -1,43 +1,310 @@
-"""The base every built-in strategy and trigger config derives from.
+"""Strategy configs: load them from TOML/JSON, parse inline specs, name presets, dump them.
 
-Contract: a built-in is a frozen pydantic model with a ``kind`` literal; the model *is* the config
-(so it can be printed, saved and loaded) and is called as ``strategy(view, facts) -> Compacted``.
-``a >> b`` builds a :class:`~contextkit.strategies.compose.Pipeline`; triggers combine with ``|``
-and ``&`` (see :mod:`contextkit.strategies.compose`). Unknown fields are errors, never ignored.
+Contract:
+
+- The schema is :data:`~contextkit.strategies.compose.AnyStrategy`, a union discriminated on
+  ``kind``. A file holds one strategy, either at its root or under a ``strategy`` table.
+- ``parse_strategy_spec("evict-tool-results:keep_last=5 >> summary")``: steps joined by ``>>``;
+  each step is ``name`` or ``name:key=value,key=value``. A name is a preset first (its parameters,
+  if any, go to the preset's main strategy), else a ``kind``. Values are JSON where they parse
+  (``5``, ``true``, ``null``, ``["Read","Grep"]``), a bare list ``[Read,Grep]``, or else a string.
+- ``strategy_from_spec(spec)`` accepts a preset name, a path to a ``.toml``/``.json`` file, or an
+  inline spec.
+- Every problem (unknown kind, unknown field, bad value, unreadable file) is a
+  :class:`~contextkit.errors.ConfigError` naming the source and the offending path inside it
+  (``steps.1.keep_last``); nothing is silently ignored.
+- ``dump_strategy`` gives the JSON-able config (``kind`` included); ``save_strategy`` writes JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+import json
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import TypeAdapter, ValidationError
 
-from contextkit.messages import Conversation
-from contextkit.strategies.base import CallFacts, Compacted
+from contextkit.errors import ConfigError
+from contextkit.strategies._config import StrategyModel
+from contextkit.strategies.base import Strategy
+from contextkit.strategies.compose import (
+    AnyStrategy,
+    AnyTrigger,
+    CacheTimed,
+    Hysteresis,
+    NoCompaction,
+    OverFraction,
+    Pipeline,
+    ToolResultsOver,
+    When,
+)
+from contextkit.strategies.eviction import EvictToolResults
+from contextkit.strategies.server_side import AnthropicClearToolUses, AnthropicCompact
+from contextkit.strategies.summary import ReplaceWithSummary, SummariserConfig
+from contextkit.strategies.window import SlidingWindow
+
+# cast: mypy does not see an Annotated union as a type form TypeAdapter accepts.
+STRATEGY_ADAPTER: TypeAdapter[StrategyModel] = TypeAdapter(cast("type[StrategyModel]", AnyStrategy))
+SUMMARY_TRIGGER_FRACTION = 0.8
+"""Presets summarise once the request holds this share of the context window (system + tools +
+messages, as the server counts)..."""
+COLD_SUMMARY_FRACTION = 0.4
+"""... or this share when the cache is cold anyway (a pause over the TTL, a model switch, a
+resumed session): the whole prefix is rewritten at that call whatever the view holds."""
+KEEP_LAST_ROUNDS = 4
+"""Tool rounds of the latest turn a preset summary keeps verbatim (it cuts inside the turn: a
+one-prompt agent session is one turn of hundreds of calls)."""
 
 
-class StrategyModel(BaseModel):
-    """Base of built-in strategies: frozen config, callable, composable with ``>>``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-    kind: str
-
-    pipeline: ClassVar[Callable[..., StrategyModel]]
-    """What ``a >> b`` builds: :class:`~contextkit.strategies.compose.Pipeline`, set where it is
-    defined (its steps are a union of every built-in, which all derive from this class: importing
-    it here would make a circle)."""
-
-    def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
-        raise NotImplementedError  # every concrete strategy defines it
-
-    def __rshift__(self, other: Any) -> StrategyModel:
-        return self.pipeline(self, other)
-
-    def __rrshift__(self, other: Any) -> StrategyModel:
-        # A plain function on the left: ``my_fn >> SlidingWindow()``.
-        return self.pipeline(other, self)
+def _summary(**params: Any) -> StrategyModel:
+    params.setdefault("keep_last_rounds", KEEP_LAST_ROUNDS)
+    trigger = CacheTimed(
+        when_cold=OverFraction(COLD_SUMMARY_FRACTION),
+        when_warm=OverFraction(SUMMARY_TRIGGER_FRACTION),
+    )
+    return When(trigger, ReplaceWithSummary(**params))
 
 
-__all__ = ["StrategyModel"]
+EVICT_TRIGGER_TOKENS = 30_000
+"""Presets clear old tool results in batches, once the results in view exceed this many tokens:
+one rewrite of the cached tail per batch rather than one per call. Evicting at every call (the bare
+``EvictToolResults``) breaks the cache each time and, on the recorded corpus, costs more than not
+compacting at all (see docs/corpus-results.md)."""
+COLD_EVICT_TOKENS = 5_000
+"""... or once they exceed this many when the cache is cold anyway (the rewrite is free)."""
+
+
+SLIDE_HIGH, SLIDE_LOW = 0.8, 0.5
+"""The sliding-window preset's high- and low-water marks, as fractions of the context window."""
+
+
+def _sliding(**params: Any) -> StrategyModel:
+    """A window that slides rarely: over 80% of the context window, down to 50% (each slide
+    rewrites the whole cached message history, so sliding by one message per call would make every
+    call a cache write); and whenever the cache is cold anyway and the view is above the 50%
+    target: the rewrite costs nothing extra then, so it slides down to the target at once."""
+    return Hysteresis(SlidingWindow(**params), high=SLIDE_HIGH, low=SLIDE_LOW, when_cold=SLIDE_LOW)
+
+
+def _evict_trigger() -> CacheTimed:
+    return CacheTimed(
+        when_cold=ToolResultsOver(tokens=COLD_EVICT_TOKENS),
+        when_warm=ToolResultsOver(tokens=EVICT_TRIGGER_TOKENS),
+    )
+
+
+def _evict(**params: Any) -> StrategyModel:
+    return When(_evict_trigger(), EvictToolResults(**params))
+
+
+def _evict_edits(**params: Any) -> StrategyModel:
+    params.setdefault("clear_edit_inputs", True)
+    return When(_evict_trigger(), EvictToolResults(**params))
+
+
+def _evict_then_summary(**params: Any) -> StrategyModel:
+    if params:
+        raise ConfigError("preset evict-then-summary takes no parameters; write its steps out")
+    return _evict() >> _summary()
+
+
+def _anthropic_compact(**params: Any) -> StrategyModel:
+    return AnthropicCompact(**params)
+
+
+PRESETS: Mapping[str, Callable[..., StrategyModel]] = {
+    "none": NoCompaction,
+    "sliding-window": _sliding,
+    "evict-tool-results": _evict,
+    "evict-tool-results-and-edits": _evict_edits,
+    "summary": _summary,
+    "evict-then-summary": _evict_then_summary,
+    "anthropic-clear-tool-uses": AnthropicClearToolUses,
+    "anthropic-compact": _anthropic_compact,
+}
+"""Named strategies, timed for the prompt cache (:class:`CacheTimed`: a low bar when the cache is
+cold anyway, a high-water mark otherwise). ``summary`` summarises over 80% of the window (40% when
+cold), inside the latest turn when it holds more than :data:`KEEP_LAST_ROUNDS` tool rounds;
+``evict-tool-results`` clears all but the last 3 results once results in view exceed
+:data:`EVICT_TRIGGER_TOKENS` (:data:`COLD_EVICT_TOKENS` when cold);
+``evict-tool-results-and-edits`` also clears the strings of old Edit / Write calls. The
+``anthropic-*`` presets emulate the server's own edits with its defaults (the compaction emulation
+cuts inside the latest turn). Parameters given to a preset go to its main strategy."""
+
+
+def _kinds(*unions: Any) -> frozenset[str]:
+    classes = [c for u in unions for c in get_args(get_args(u)[0])]
+    return frozenset(str(c.model_fields["kind"].default) for c in classes)
+
+
+# Discriminator tags and union-branch labels pydantic puts in error locations; not config paths.
+_TAGS = _kinds(AnyStrategy, AnyTrigger, SummariserConfig)
+_STRATEGY_KINDS = sorted(_kinds(AnyStrategy))
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not (isinstance(p, str) and (p in _TAGS or "[" in p))]
+    return ".".join(p for p in parts if p != "callable") or "(root)"
+
+
+def _config_error(source: str, exc: ValidationError) -> ConfigError:
+    seen: dict[str, str] = {}
+    for error in exc.errors():
+        if error["type"] in ("is_instance_of", "callable_type"):
+            continue  # the "or any object" branch of a union says nothing useful
+        seen.setdefault(_where(error["loc"]), error["msg"])
+    if not seen:
+        first = exc.errors()[0]
+        seen[_where(first["loc"])] = first["msg"]
+    lines = "; ".join(f"{where}: {msg}" for where, msg in seen.items())
+    return ConfigError(f"{source}: invalid strategy config: {lines}")
+
+
+def parse_strategy(data: Mapping[str, Any], source: str = "<config>") -> Strategy:
+    """A strategy from its config mapping (as loaded from TOML or JSON)."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: a strategy config must be a table/object with a 'kind'")
+    try:
+        strategy: Strategy = STRATEGY_ADAPTER.validate_python(dict(data))
+    except ValidationError as exc:
+        raise _config_error(source, exc) from None
+    return strategy
+
+
+def load_strategy(path: str | Path) -> Strategy:
+    """Read a strategy from a ``.toml`` or ``.json`` file."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the strategy file ({exc.strerror})") from None
+    try:
+        if path.suffix == ".toml":
+            data: Any = tomllib.loads(raw)
+        elif path.suffix == ".json":
+            data = json.loads(raw)
+        else:
+            raise ConfigError(f"{path}: a strategy file must end in .toml or .json")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from None
+    if (
+        isinstance(data, Mapping)
+        and "kind" not in data
+        and isinstance(data.get("strategy"), Mapping)
+    ):
+        data = data["strategy"]
+    return parse_strategy(data, str(path))
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` outside brackets and quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "[{":
+            depth += 1
+        elif not quoted and ch in "]}":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == sep:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if text.startswith("[") and text.endswith("]"):
+        return [_value(item) for item in _split_top(text[1:-1], ",") if item.strip()]
+    if text.lower() in ("none", "null"):
+        return None
+    return text
+
+
+def _params(text: str, source: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in _split_top(text, ","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"{source}: expected key=value, got {item.strip()!r}")
+        params[key.strip()] = _value(value)
+    return params
+
+
+def _step(text: str, source: str) -> Strategy:
+    name, colon, rest = text.strip().partition(":")
+    name = name.strip()
+    params = _params(rest, source) if colon and rest.strip() else {}
+    where = f"{source} (step {name!r})"
+    if name not in PRESETS and name not in _STRATEGY_KINDS:
+        raise ConfigError(
+            f"{where}: unknown strategy {name!r}. A step is NAME or NAME:key=value,key=value "
+            f"(steps joined by >>); presets: {', '.join(PRESETS)}; "
+            f"kinds: {', '.join(_STRATEGY_KINDS)}"
+        )
+    if name in PRESETS:
+        try:
+            return PRESETS[name](**params)
+        except ValidationError as exc:
+            raise _config_error(where, exc) from None
+    return parse_strategy({"kind": name, **params}, where)
+
+
+def parse_strategy_spec(spec: str) -> Strategy:
+    """A strategy from an inline spec such as ``evict-tool-results:keep_last=5 >> summary``."""
+    source = f"strategy spec {spec!r}"
+    steps = spec.split(">>")
+    if any(not s.strip() for s in steps):
+        raise ConfigError(f"{source}: empty step (write 'a >> b')")
+    built = [_step(s, source) for s in steps]
+    return built[0] if len(built) == 1 else Pipeline(*built)
+
+
+def strategy_from_spec(spec: str | Path) -> Strategy:
+    """A preset name, a path to a TOML/JSON config, or an inline spec."""
+    text = str(spec).strip()
+    if text in PRESETS:
+        return PRESETS[text]()
+    if isinstance(spec, Path) or text.endswith((".toml", ".json")) or Path(text).is_file():
+        return load_strategy(text)
+    return parse_strategy_spec(text)
+
+
+def dump_strategy(strategy: Strategy) -> dict[str, Any]:
+    """The JSON-able config of a built-in strategy (a plain function in it cannot be dumped)."""
+    if not isinstance(strategy, StrategyModel):
+        raise ConfigError(f"{strategy!r} is not a built-in strategy config; it cannot be saved")
+    try:
+        dumped: dict[str, Any] = strategy.model_dump(mode="json")
+    except Exception as exc:  # pydantic raises plain errors for callables it cannot serialise
+        raise ConfigError(
+            f"this strategy holds a plain function and cannot be saved: {exc}"
+        ) from None
+    return dumped
+
+
+def save_strategy(strategy: Strategy, path: str | Path) -> None:
+    """Write the strategy's config as JSON (load it back with :func:`load_strategy`)."""
+    path = Path(path)
+    if path.suffix != ".json":
+        raise ConfigError(f"{path}: strategies are saved as .json")
+    path.write_text(json.dumps(dump_strategy(strategy), indent=2) + "\n", encoding="utf-8")
+
+
+__all__ = [
+    "PRESETS",
+    "STRATEGY_ADAPTER",
+    "dump_strategy",
+    "load_strategy",
+    "parse_strategy",
+    "parse_strategy_spec",
+    "save_strategy",
+    "strategy_from_spec",
+]
