@@ -206,5 +206,31 @@ def test_a_marked_host_keeps_its_breakpoint_at_the_end_and_a_rebuilt_one_still_c
     assert counter.count_conversation(out) == counter.count_conversation(request) + 100
 
 
+def test_a_marked_host_carries_the_content_as_the_same_blocks_unmarked() -> None:
+    """The host's blocks, the mark moved off them, are the blocks sent unmarked at another call
+    (no field written out that the original left unset): a tool result with list content, the
+    dump's mark on it at one call and not at the next, kept one cache key. Found on a corpus
+    session (oh-my-posh-claude, claude-fable-5): three calls of the dumped requests priced up to
+    16k tokens of cache reads as writes that the replay itself read."""
+    result = ToolResultBlock(tool_use_id="t1", content=(TextBlock(text=words(30, "r")),))
+    marked = ToolResultBlock.model_validate(
+        {**result.model_dump(exclude_unset=True), "cache_control": {"type": "ephemeral"}}
+    )
+    gap = ContentGap(1, "added", 100, frozenset({"t1"}), text=words(100, "f"))
+    plain = Message(role="user", content=(result,))
+    request = Conversation(model="claude-sonnet-4-5", messages=(plain,))
+    dumped = Conversation(
+        model="claude-sonnet-4-5", messages=(plain.model_copy(update={"content": (marked,)}),)
+    )
+    _, unmarked_out, marked_out = with_content_gaps([request, request, dumped], [gap])
+    unmarked_block = unmarked_out.messages[0].blocks[0]
+    marked_block = marked_out.messages[0].blocks[0]
+    assert marked_block.model_fields_set == unmarked_block.model_fields_set
+    assert marked_block.model_dump(exclude_unset=True) == unmarked_block.model_dump(
+        exclude_unset=True
+    )
+    assert (marked_out.messages[0].blocks[-1].__pydantic_extra__ or {}).get("cache_control")
+
+
 def user_text(text: str) -> Message:
     return Message(role="user", content=(TextBlock(text=text),))

@@ -38,7 +38,7 @@ from typing import Literal
 
 from contextkit.accounting._gaps import filler
 from contextkit.cache import CacheConfig, request_sizes
-from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock
+from contextkit.messages import Block, Conversation, Message, TextBlock, ToolResultBlock
 from contextkit.session import Session, Usage
 from contextkit.tokens import TokenCounter
 
@@ -210,16 +210,20 @@ def _edited(message: Message, gaps: Sequence[ContentGap]) -> Message:
     ]
     mark = (blocks[-1].__pydantic_extra__ or {}).get("cache_control") if blocks else None
     if added and mark is not None:  # the breakpoint stays at the end of the message, as sent
-        last = blocks[-1]
-        extra = {k: v for k, v in (last.__pydantic_extra__ or {}).items() if k != "cache_control"}
-        blocks[-1] = type(last).model_validate(
-            {**last.model_dump(exclude=set(last.__pydantic_extra__ or {})), **extra}
-        )
+        blocks[-1] = _unmarked(blocks[-1])
         blocks += [TextBlock(text=text) for text in added[:-1]]
         blocks.append(TextBlock.model_validate({"text": added[-1], "cache_control": mark}))
     else:
         blocks += [TextBlock(text=text) for text in added]
     return Message(role=message.role, content=tuple(blocks))
+
+
+def _unmarked(block: Block) -> Block:
+    """``block`` without its breakpoint, and otherwise as it was: the same fields set (a field
+    written out with its default would change the block's JSON, so its cache key, and the
+    request's prefix would no longer match the same message sent unmarked at another call)."""
+    data = block.model_dump(exclude={"cache_control"}, exclude_unset=True)
+    return type(block).model_validate(data)
 
 
 def rescaled_gap(gap: ContentGap, ratio: float, counter: TokenCounter) -> ContentGap:
