@@ -80,3 +80,34 @@ def test_no_command_prints_a_traceback(
     if code != 0:
         assert code in (1, 2)
         assert hostile.name in "".join(output.split())  # named, however the console wrapped it
+
+
+LONE_SURROGATE = (
+    '{"model": "claude-sonnet-4-5", "system": "s", "messages": ['
+    '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t\\udc00", '
+    '"content": "x"}]}]}\n'
+)
+"""A request whose orphan tool result (a validation finding, printed with its id) carries a lone
+surrogate: legal in a JSON escape, not encodable as UTF-8."""
+
+
+@pytest.mark.parametrize("command", ["inspect", "replay", "validate", "cost"])
+def test_a_lone_surrogate_is_printed_escaped(tmp_path: Path, command: str) -> None:
+    """Found by the fuzz run on a Codex rollout: a strict UTF-8 stdout (a pipe under a test
+    runner) failed on the character after the command had done its work, and rich's console kept
+    the unwritten text, so every later command of the process failed too."""
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from contextkit.cli import app  # noqa: PLC0415
+
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text(LONE_SURROGATE, encoding="utf-8")
+    runner = CliRunner()
+    for _ in range(2):  # the second run sees no text left over from the first
+        result = runner.invoke(app, [command, str(path)])
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+            result.exception
+        )
+        assert "\udc00" not in result.output
+    if command == "validate":
+        assert "t\\udc00" in result.output
