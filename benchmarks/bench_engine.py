@@ -23,8 +23,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from contextkit.engine import MAX_BREAKPOINTS, ContextEngine, count_breakpoints
 from contextkit.messages import Message, Tool
-from contextkit.strategies.base import CallFacts
-from contextkit.strategies.eviction import EvictToolResults
+from contextkit.strategies import CallFacts, EvictToolResults
 from contextkit.testing import FixedCounter, assistant, tool_result, tool_use, user
 
 VIEW_MESSAGES = 1_000

@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from contextkit.formats import _reuse, load
-from contextkit.formats.anthropic import write_requests_jsonl
+from contextkit.formats import load
 from contextkit.replay import replay
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import strategy_from_spec
 from contextkit.testing.transcripts import write_claude_code_transcript
+from contextkit.wire import _reuse, write_requests_jsonl
 from timing import best_of, require_benchmark_run
 
 LARGE = os.environ.get("CONTEXTKIT_BENCH_LARGE") == "1"
@@ -53,7 +53,7 @@ _MEMORY = (
     + """
 from contextkit.formats import load
 from contextkit.replay import replay
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies._config import strategy_from_spec
 
 session = load(sys.argv[1]).sessions[0]
 loaded = peak_mb()
@@ -65,7 +65,8 @@ print(json.dumps({"load_mb": loaded, "replay_mb": peak_mb()}))
 _TRACE_MEMORY = (
     _PEAK_MB
     + """
-from contextkit.formats import _reuse, load
+from contextkit.formats import load
+from contextkit.wire import _reuse
 
 _reuse.RECENT = int(sys.argv[2])
 start = peak_mb()
@@ -129,7 +130,7 @@ def test_request_traces_take_memory_by_the_history_not_the_file(
     tmp_path: Path,
 ) -> None:
     """A file of request bodies (a raw API trace) holds its history again in every line: read
-    a line at a time, parsing only what repeats no earlier body (``formats._reuse``), peak memory
+    a line at a time, parsing only what repeats no earlier body (``wire._reuse``), peak memory
     follows the conversation; parsing every body on its own follows the file."""
     growth = {}
     for recent in (_reuse.RECENT, 0):

@@ -33,8 +33,8 @@ import httpx
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from contextkit.formats.sse import stream_events, to_sse
 from contextkit.proxy import ProxyConfig, ProxyServer
+from contextkit.wire import stream_events, to_sse
 
 TARGET_RATIO = 25.0
 """A streamed call through the proxy may take at most this many times a direct one against an

@@ -37,8 +37,7 @@ from contextkit.pricing import ModelPrice
 from contextkit.replay import ORACLE, Replay, replay, run_strategy
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.strategies.base import CallFacts
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import CallFacts, strategy_from_spec
 from contextkit.tokens import TiktokenCounter, TokenizerUnavailable, block_text
 from timing import best_of, interleaved, plain_count, require_benchmark_run
 

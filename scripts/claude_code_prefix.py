@@ -7,7 +7,8 @@ run ``CONTEXTKIT_CLI_ARTIFACTS=DIR uv run pytest tests/test_claude_code_cli.py``
 the first main-conversation request gives ``main``, the first subagent request (header
 ``x-claude-code-agent-id``) gives ``subagent``, the version comes from the ``user-agent`` header
 (``claude-cli/2.1.197 ...``). The entry replaces the one of the same version in ``--out``
-(default ``src/contextkit/formats/data/claude_code_prefix.json``); ``--check`` prints it instead.
+(default ``src/contextkit/formats/claude_code/data/claude_code_prefix.json``); ``--check``
+prints it instead.
 
 Tokens are counted with tiktoken ``o200k_base`` (:data:`COUNTER`), a stable proxy for Claude's
 tokenizer.
@@ -23,7 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from contextkit.formats.claude_code_prefix import (
+from contextkit.formats.claude_code.prefix import (
     ClaudeCodePrefix,
     RequestPrefix,
     SystemBlock,
@@ -33,7 +34,8 @@ from contextkit.messages import parse_conversation
 from contextkit.tokens import TiktokenCounter, TokenCounter
 
 DATA = (
-    Path(__file__).resolve().parent.parent / "src/contextkit/formats/data/claude_code_prefix.json"
+    Path(__file__).resolve().parent.parent
+    / "src/contextkit/formats/claude_code/data/claude_code_prefix.json"
 )
 COUNTER = "o200k_base"
 OPENING_CHARS = 60

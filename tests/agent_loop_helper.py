@@ -16,8 +16,7 @@ import anthropic
 
 from contextkit.engine import ContextEngine
 from contextkit.engine.anthropic import WrappedClient, wrap
-from contextkit.strategies.base import Strategy
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import Strategy, strategy_from_spec
 from contextkit.tokens import ApproxCounter
 
 MODEL = "claude-sonnet-4-6"

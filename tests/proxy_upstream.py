@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from contextkit.formats.sse import stream_events, to_sse
+from contextkit.wire import stream_events, to_sse
 
 LONG_DRIP_S = 0.025
 """``fault:long`` streams this slowly at least: a client that goes away finds it still running."""

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from contextkit.errors import ContextkitError
-from contextkit.formats.openai_chat import parse_chat_request
 from contextkit.messages import validate
 from contextkit.tokens import ApproxCounter
+from contextkit.wire import parse_chat_request
 
 if os.environ.get("CI"):
     import agent.context_engine  # noqa: F401 - CI must have it: fail, never skip

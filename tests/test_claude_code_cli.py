@@ -42,7 +42,7 @@ from claude_cli_compare import (
 )
 from claude_cli_helper import REPO, Lab, cli_path, cli_version
 from contextkit.formats import load
-from contextkit.formats.claude_code_prefix import RequestPrefix, claude_code_prefix
+from contextkit.formats.claude_code.prefix import RequestPrefix, claude_code_prefix
 from contextkit.messages import TextBlock, ThinkingBlock, ToolResultBlock
 from contextkit.session import LoadedFile
 from contextkit.testing.fake_anthropic import FakeAnthropic, ReceivedRequest, Reply

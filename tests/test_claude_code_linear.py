@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from contextkit.formats import claude_code_calls as calls_module
 from contextkit.formats import detect, load
+from contextkit.formats.claude_code import _calls as calls_module
 from contextkit.messages import to_payload
 from contextkit.session import LoadedFile, Session
 from contextkit.testing.transcripts import claude_code_transcript, write_claude_code_transcript

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 
 from contextkit.cli import app, main
 from contextkit.formats import load
-from contextkit.formats.anthropic import from_anthropic_request
-from contextkit.formats.convert import (
+from contextkit.formats.convert import convert_file
+from contextkit.wire import (
     ConversionError,
     ConversionWarning,
     Target,
-    convert_file,
+    from_anthropic_request,
     from_format,
     to_format,
 )

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from contextkit.formats import detect, load
-from contextkit.formats.convert import TARGETS, Target, convert_file, to_format
+from contextkit.formats.convert import convert_file
+from contextkit.wire import TARGETS, Target, to_format
 
 FILES = (
     "spotter/tool_heavy.jsonl",

@@ -17,7 +17,8 @@ import pytest
 
 from contextkit.errors import UnknownFormatError
 from contextkit.formats import detect, load
-from contextkit.formats.convert import TARGETS, convert_file
+from contextkit.formats.convert import convert_file
+from contextkit.wire import TARGETS
 
 OTHERS = (
     "claude-trace-lemmy/test-traffic-part1.jsonl",

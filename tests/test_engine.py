@@ -41,8 +41,7 @@ from contextkit.messages import (
     validate,
 )
 from contextkit.session import Usage
-from contextkit.strategies.base import CallFacts, Compacted
-from contextkit.strategies.eviction import EvictToolResults, is_evicted
+from contextkit.strategies import CallFacts, Compacted, EvictToolResults, is_evicted
 from contextkit.testing import (
     FixedCounter,
     assistant,

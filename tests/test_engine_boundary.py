@@ -18,12 +18,12 @@ from pydantic import ValidationError
 
 from contextkit.engine import ContextEngine, InputError, ResponseError
 from contextkit.errors import ContextkitError
-from contextkit.formats.convert import to_format
 from contextkit.messages import Conversation, Message, ToolResultBlock, to_payload
 from contextkit.strategies import EvictToolResults
 from contextkit.testing import FixedCounter
 from contextkit.testing.fake_anthropic import FakeAnthropic, tool_loop_replies
 from contextkit.testing.strategies import valid_conversations
+from contextkit.wire import to_format
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 USE: Any = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.py"}}

@@ -12,8 +12,8 @@ import pytest
 
 from contextkit.errors import FormatError, UnknownFormatError
 from contextkit.formats import detect, load
-from contextkit.formats.aider import READER, parse_report
-from contextkit.formats.aider_llm import READER as LLM_READER
+from contextkit.formats.aider.chat_history import READER, parse_report
+from contextkit.formats.aider.llm_history import READER as LLM_READER
 from contextkit.messages import TextBlock
 from contextkit.replay import find_session_files
 from contextkit.session import Usage

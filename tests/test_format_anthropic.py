@@ -11,19 +11,7 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import load
-from contextkit.formats.anthropic import (
-    READER,
-    AnthropicResponse,
-    PayloadError,
-    dump_request_line,
-    from_anthropic_request,
-    from_anthropic_response,
-    is_anthropic_request,
-    to_anthropic_request,
-    to_anthropic_response,
-    write_requests_jsonl,
-)
-from contextkit.formats.sse import StreamError, assemble_stream, parse_sse
+from contextkit.formats.anthropic import READER
 from contextkit.messages import (
     Conversation,
     Message,
@@ -33,6 +21,20 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.session import Usage
+from contextkit.wire import (
+    AnthropicResponse,
+    PayloadError,
+    StreamError,
+    assemble_stream,
+    dump_request_line,
+    from_anthropic_request,
+    from_anthropic_response,
+    is_anthropic_request,
+    parse_sse,
+    to_anthropic_request,
+    to_anthropic_response,
+    write_requests_jsonl,
+)
 
 TRACE = "claude-trace-lemmy/test-traffic-part1.jsonl"
 

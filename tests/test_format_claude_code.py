@@ -16,7 +16,7 @@ from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
 from contextkit.formats.claude_code import READER, load_claude_code
-from contextkit.formats.claude_code_prefix import claude_code_prefix
+from contextkit.formats.claude_code.prefix import claude_code_prefix
 from contextkit.messages import Message, TextBlock, ToolResultBlock, to_payload
 from contextkit.session import Session, Usage
 

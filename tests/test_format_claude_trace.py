@@ -13,10 +13,10 @@ import pytest
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats.anthropic import READER as ANTHROPIC_READER
-from contextkit.formats.anthropic import to_anthropic_request
 from contextkit.formats.claude_trace import READER, messages_endpoint
 from contextkit.messages import TextBlock, ToolUseBlock
 from contextkit.session import Usage
+from contextkit.wire import to_anthropic_request
 
 TRACE = "claude-trace-lemmy/test-traffic-part1.jsonl"
 URL = "https://api.anthropic.com/v1/messages?beta=true"

@@ -11,9 +11,9 @@ import pytest
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats.codex import ItemsBuilder
-from contextkit.formats.openai_responses import from_responses_items
 from contextkit.messages import Conversation, ToolResultBlock, rules_for, validate
 from contextkit.session import Usage
+from contextkit.wire import from_responses_items
 
 TS = "2026-05-11T08:27:17.490Z"
 

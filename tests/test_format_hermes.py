@@ -14,7 +14,7 @@ import pytest
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
 from contextkit.formats._io import read_head
-from contextkit.formats.hermes import CONTENT_JSON_PREFIX, READER
+from contextkit.formats.hermes.state_db import CONTENT_JSON_PREFIX, READER
 from contextkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Session
 from corpus_paths import corpus_files

@@ -11,7 +11,7 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
-from contextkit.formats.hermes_trajectory import READER, SYSTEM_OPENING
+from contextkit.formats.hermes.trajectory import READER, SYSTEM_OPENING
 from contextkit.messages import TextBlock
 from corpus_paths import corpus_files
 

@@ -10,25 +10,8 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
-from contextkit.formats.openai_chat import (
-    META,
-    meta_of,
-    parse_chat_messages,
-    parse_chat_request,
-    parse_chat_response,
-    to_chat_messages,
-    to_chat_request,
-)
 from contextkit.formats.openai_chat import READER as CHAT_READER
 from contextkit.formats.openai_responses import READER as RESPONSES_READER
-from contextkit.formats.openai_responses import (
-    from_responses_items,
-    parse_responses_request,
-    parse_responses_response,
-    to_responses_items,
-    to_responses_request,
-    usage_from_responses,
-)
 from contextkit.messages import (
     CompactionBlock,
     ImageBlock,
@@ -39,6 +22,21 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.session import Usage
+from contextkit.wire import (
+    META,
+    from_responses_items,
+    meta_of,
+    parse_chat_messages,
+    parse_chat_request,
+    parse_chat_response,
+    parse_responses_request,
+    parse_responses_response,
+    to_chat_messages,
+    to_chat_request,
+    to_responses_items,
+    to_responses_request,
+    usage_from_responses,
+)
 from corpus_paths import corpus_files
 
 CHAT: list[dict[str, Any]] = [

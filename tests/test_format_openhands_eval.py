@@ -11,8 +11,8 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
-from contextkit.formats.openhands import READER as TRAJECTORY_READER
-from contextkit.formats.openhands_eval import READER
+from contextkit.formats.openhands.evaluation import READER
+from contextkit.formats.openhands.trajectory import READER as TRAJECTORY_READER
 from contextkit.messages import ToolResultBlock, ToolUseBlock
 from contextkit.session import Session, Usage
 from corpus_paths import corpus_files

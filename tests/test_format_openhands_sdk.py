@@ -14,7 +14,7 @@ import pytest
 
 from contextkit.errors import FormatError, UnknownFormatError
 from contextkit.formats import detect, load
-from contextkit.formats.openhands_sdk import READER
+from contextkit.formats.openhands.sdk import READER
 from contextkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Usage
 from corpus_paths import corpus_files

@@ -1,4 +1,4 @@
-"""Files of request bodies parse what repeats once (contextkit.formats._reuse).
+"""Files of request bodies parse what repeats once (contextkit.wire._reuse).
 
 Each test loads a file twice, with reuse and with every body parsed on its own
 (``_reuse.RECENT = 0``), and holds the two to the same requests, serialised byte for byte alike,
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from contextkit.errors import ContextkitError
-from contextkit.formats import _reuse, load
-from contextkit.formats.anthropic import to_anthropic_request
+from contextkit.formats import load
 from contextkit.messages import History
 from contextkit.session import LoadedFile
+from contextkit.wire import _reuse, to_anthropic_request
 
 TOOLS = [{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}]
 

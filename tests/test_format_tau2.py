@@ -11,7 +11,7 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import detect, load
-from contextkit.formats.tau2_bench import READER, USER_SIMULATOR
+from contextkit.formats.tau.tau2_bench import READER, USER_SIMULATOR
 from contextkit.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Session, Usage
 from corpus_paths import corpus_files

@@ -11,7 +11,7 @@ from contextkit._gc import no_cycle_collection
 from contextkit.messages import Conversation
 from contextkit.replay import replay
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.strategies.base import CallFacts, Compacted
+from contextkit.strategies import CallFacts, Compacted
 from contextkit.tokens import ApproxCounter
 
 

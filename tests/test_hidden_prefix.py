@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contextkit.accounting import price_session
 from contextkit.formats import load
-from contextkit.formats.claude_code_prefix import claude_code_prefix
+from contextkit.formats.claude_code.prefix import claude_code_prefix
 from contextkit.messages import Conversation
 from contextkit.session import Call, Session
 from contextkit.testing import assistant, user

@@ -19,8 +19,9 @@ import pytest
 from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats import format_names, load
 from contextkit.formats._atif_write import to_atif
-from contextkit.formats.convert import TARGETS, convert_file
+from contextkit.formats.convert import convert_file
 from contextkit.testing.mutate import mutations, shrink
+from contextkit.wire import TARGETS
 from corpus_paths import readable_corpus_files
 from fuzzing import _NO_LOSS_CHECK, Outcome, _outcome
 

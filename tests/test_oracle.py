@@ -16,7 +16,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, ToolResultBlock, validate
 from contextkit.replay import BOUND_NOTE, ORACLE, Replay, plan_oracle, run_strategy
 from contextkit.session import Call, Session
-from contextkit.strategies.eviction import is_evicted
+from contextkit.strategies import is_evicted
 from contextkit.testing import assistant, conversation, tool_result, tool_use, user
 from contextkit.testing.strategies import valid_conversations
 

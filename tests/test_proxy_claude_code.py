@@ -26,8 +26,7 @@ from contextkit.formats import load
 from contextkit.messages import to_payload, validate
 from contextkit.proxy import EDIT_HEADER, ProxyConfig, ProxyServer
 from contextkit.replay import AS_RECORDED, run_strategy
-from contextkit.strategies import EvictToolResults, ToolResultsOver, When
-from contextkit.strategies.base import Strategy
+from contextkit.strategies import EvictToolResults, Strategy, ToolResultsOver, When
 from contextkit.testing.fake_anthropic import FakeAnthropic, ReceivedRequest, Reply
 from proxy_helper import check_files, forwarded, records, unmarked
 

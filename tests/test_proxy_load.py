@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from contextkit.formats import load
-from contextkit.formats.sse import assemble_stream
+from contextkit.wire import assemble_stream
 from proxy_helper import check_files, records
 from proxy_upstream import DripUpstream
 

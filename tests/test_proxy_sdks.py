@@ -22,13 +22,12 @@ import pytest
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.formats.openai_chat import parse_chat_request
-from contextkit.formats.openai_responses import parse_responses_request
 from contextkit.messages import Conversation, ToolResultBlock, parse_conversation, to_payload
 from contextkit.proxy import EDIT_HEADER, ProxyConfig, ProxyServer
 from contextkit.strategies import EvictToolResults, ToolResultsOver, When
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply
 from contextkit.testing.fake_openai import FakeOpenAI
+from contextkit.wire import parse_chat_request, parse_responses_request
 from proxy_helper import check_files, forwarded, records, replayed_calls, unmarked
 
 MODEL = "claude-sonnet-4-5"

@@ -14,9 +14,8 @@ from typer.testing import CliRunner
 from contextkit.cli import app
 from contextkit.errors import FormatError
 from contextkit.formats import load
-from contextkit.formats.openai_sse import chat_chunks
-from contextkit.formats.sse import stream_events, to_sse
 from contextkit.proxy import assemble, conversation_key, redacted
+from contextkit.wire import chat_chunks, stream_events, to_sse
 
 HI = {"role": "user", "content": "hi"}
 BODY: dict[str, Any] = {"model": "m", "max_tokens": 1, "messages": [HI]}

@@ -75,6 +75,10 @@ def test_layers_and_no_circles() -> None:
         ("messages/_model.py", "import contextkit.cli", LAYERS),
         # the cache simulator importing the accountant (one layer up)
         ("cache/_simulator.py", "import contextkit.accounting", LAYERS),
+        # a wire codec reaching up to the file readers (the wire layer sits below formats)
+        ("wire/anthropic.py", "import contextkit.formats", LAYERS),
+        # a wire codec counting tokens (tokens sit above the wire layer)
+        ("wire/openai_chat.py", "import contextkit.tokens", LAYERS),
         # two modules of one package importing each other
         ("tokens/_text.py", "import contextkit.tokens._memo", NO_CIRCLES),
     ],
@@ -90,3 +94,26 @@ def test_layering_contract_fails_on_a_wrong_import(
     result = _lint_imports(tmp_path / "src", tmp_path / "pyproject.toml")
     assert result.returncode != 0, result.stdout
     assert f"{broken} BROKEN" in " ".join(result.stdout.split())
+
+
+def _layout_packages() -> set[str]:
+    """The packages (``name/``) and top-level modules (``name.py``) the architecture page's layout
+    names: the first word of each entry, and every ``*.py`` its text names."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = page.split("```\nsrc/contextkit/\n", 1)[1].split("```", 1)[0]
+    names = set()
+    for line in block.splitlines():
+        words = [w.rstrip(":;,") for w in line.split()]
+        if line.startswith("  ") and not line.startswith("   ") and words:
+            names.add(words[0].rstrip("/").removesuffix(".py"))
+        names.update(w.removesuffix(".py") for w in words if w.endswith(".py") and "/" not in w)
+    return names
+
+
+def test_the_architecture_page_names_every_package() -> None:
+    """docs/architecture.md's layout lists exactly the packages of ``src/contextkit`` (and its
+    top-level modules): a package added, moved or removed without the page fails here."""
+    src = ROOT / "src" / "contextkit"
+    packages = {p.name for p in src.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in src.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    assert _layout_packages() == packages | modules

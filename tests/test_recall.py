@@ -30,8 +30,7 @@ from contextkit.replay import (
 )
 from contextkit.replay._recall import Held, message_text, summarise
 from contextkit.session.examples import ExampleSpec, generate_session
-from contextkit.strategies.base import CallFacts, Compacted
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import CallFacts, Compacted, strategy_from_spec
 from contextkit.testing import FixedCounter
 from corpus_paths import readable_corpus_files
 

@@ -25,7 +25,6 @@ from contextkit.cli import _tables as tables
 from contextkit.cli import app
 from contextkit.cli import replay as cli_replay
 from contextkit.formats import load
-from contextkit.formats.anthropic import to_anthropic_request
 from contextkit.messages import (
     Conversation,
     Message,
@@ -52,10 +51,17 @@ from contextkit.replay import (
 )
 from contextkit.replay._walk import _known
 from contextkit.session import Call, Session, Usage
-from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
-from contextkit.strategies.config import strategy_from_spec
-from contextkit.strategies.eviction import PLACEHOLDER_PREFIX, EvictToolResults
+from contextkit.strategies import (
+    PLACEHOLDER_PREFIX,
+    CallFacts,
+    Compacted,
+    EvictToolResults,
+    Receipt,
+    Strategy,
+    strategy_from_spec,
+)
 from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
+from contextkit.wire import to_anthropic_request
 
 PRICE = ModelPrice(
     model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3

@@ -15,9 +15,14 @@ from contextkit.pricing import ModelPrice
 from contextkit.replay import Replay, replay
 from contextkit.replay._summariser import modelled_usage
 from contextkit.session import Call, Session, Usage
-from contextkit.strategies import ReplaceWithSummary
-from contextkit.strategies.base import CallFacts, Compacted, Strategy
-from contextkit.strategies.summarisers import SUMMARY_INSTRUCTION, ScriptedSummariser
+from contextkit.strategies import (
+    SUMMARY_INSTRUCTION,
+    CallFacts,
+    Compacted,
+    ReplaceWithSummary,
+    ScriptedSummariser,
+    Strategy,
+)
 from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
 
 PRICE = ModelPrice(
@@ -175,7 +180,7 @@ def test_strategies_without_summaries_bill_nothing() -> None:
 
 
 def _evict_all(view: Conversation, facts: CallFacts, /) -> Compacted:
-    from contextkit.strategies.eviction import EvictToolResults  # noqa: PLC0415
+    from contextkit.strategies import EvictToolResults  # noqa: PLC0415
 
     return EvictToolResults(keep_last=1)(view, facts)
 

@@ -15,7 +15,7 @@ from contextkit.errors import ContextkitError
 from contextkit.messages import Conversation, Message, TextBlock, Tool, to_payload
 from contextkit.session import Usage
 from contextkit.strategies import AnthropicSummariser, CallFacts, ReplaceWithSummary
-from contextkit.strategies.summarisers import SECTIONS, SUMMARY_OPEN
+from contextkit.strategies._summarisers import SECTIONS, SUMMARY_OPEN
 from test_strategies_support import (
     assistant,
     call,

@@ -18,19 +18,21 @@ from contextkit.messages import (
 )
 from contextkit.session import Usage
 from contextkit.strategies import (
+    PLACEHOLDER_PREFIX,
     AnthropicClearToolUses,
     AnthropicCompact,
     CallFacts,
     ClearThinking,
     EvictToolResults,
+    ExtractiveSummariser,
     PrependMemoryFiles,
     ReplaceWithSummary,
     ScriptedSummariser,
     SlidingWindow,
+    is_evicted,
+    is_memory_block,
 )
-from contextkit.strategies.eviction import PLACEHOLDER_PREFIX, is_evicted
-from contextkit.strategies.memory import is_memory_block
-from contextkit.strategies.summarisers import SUMMARY_OPEN, ExtractiveSummariser
+from contextkit.strategies._summarisers import SUMMARY_OPEN
 from contextkit.tokens import ApproxCounter
 from test_strategies_support import (
     assistant,

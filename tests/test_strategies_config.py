@@ -11,6 +11,7 @@ from contextkit.errors import ConfigError
 from contextkit.strategies import (
     PRESETS,
     AnthropicClearToolUses,
+    AnthropicSummariser,
     CallFacts,
     EvictToolResults,
     Hysteresis,
@@ -27,7 +28,6 @@ from contextkit.strategies import (
     save_strategy,
     strategy_from_spec,
 )
-from contextkit.strategies.summarisers import AnthropicSummariser
 from test_strategies_support import coding_session, is_valid
 
 TOML = """

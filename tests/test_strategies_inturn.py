@@ -21,6 +21,7 @@ from contextkit.messages import (
 from contextkit.replay import replay
 from contextkit.session import Usage
 from contextkit.strategies import (
+    CLEARED_FIELD_PREFIX,
     AnthropicClearToolUses,
     AnthropicCompact,
     CacheTimed,
@@ -36,9 +37,8 @@ from contextkit.strategies import (
     ScriptedSummariser,
     SlidingWindow,
     ToolResultsOver,
+    is_summary_block,
 )
-from contextkit.strategies.eviction import CLEARED_FIELD_PREFIX
-from contextkit.strategies.summary import is_summary_block
 from contextkit.tokens import ApproxCounter
 from test_strategies_support import assistant, call, filler, is_valid, result, thinking, user
 

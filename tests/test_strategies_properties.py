@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from contextkit.messages import Conversation, validate
 from contextkit.strategies import (
+    PRESETS,
     AnthropicClearToolUses,
     AnthropicCompact,
     CacheAwareGate,
@@ -34,11 +35,11 @@ from contextkit.strategies import (
     ToolResultsOver,
     TurnsOver,
     When,
+    is_memory_block,
+    is_summary_block,
+    strategy_from_spec,
 )
 from contextkit.strategies._structure import last_turn_start
-from contextkit.strategies.config import PRESETS, strategy_from_spec
-from contextkit.strategies.memory import is_memory_block
-from contextkit.strategies.summary import is_summary_block
 from contextkit.testing.strategies import valid_conversations as shared_conversations
 from contextkit.tokens import ApproxCounter
 from test_strategies_support import ends_with, valid_conversations

@@ -36,9 +36,9 @@ from contextkit.strategies import (
     EvictToolResults,
     SlidingWindow,
     Strategy,
+    strategy_from_spec,
 )
 from contextkit.strategies._structure import info, tool_result_tokens, with_blocks
-from contextkit.strategies.config import strategy_from_spec
 from contextkit.tokens import ApproxCounter, MemoCounter
 
 _SESSION: list[Session] = []

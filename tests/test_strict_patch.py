@@ -15,8 +15,7 @@ from contextkit.messages import Message
 from contextkit.replay import edit_strings, replay
 from contextkit.replay._patch import patch_old_texts
 from contextkit.session import Call, Session
-from contextkit.strategies import NoCompaction
-from contextkit.strategies.eviction import EvictToolResults
+from contextkit.strategies import EvictToolResults, NoCompaction
 from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -23,8 +23,7 @@ from contextkit.replay import (
     strict_fit,
 )
 from contextkit.session import Call, Session
-from contextkit.strategies import NoCompaction
-from contextkit.strategies.eviction import EvictToolResults
+from contextkit.strategies import EvictToolResults, NoCompaction
 from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

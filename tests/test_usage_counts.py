@@ -11,9 +11,8 @@ import pytest
 
 from contextkit.errors import FormatError
 from contextkit.formats import load
-from contextkit.formats._openai_common import chat_usage
-from contextkit.formats.openai_responses import usage_from_responses
 from contextkit.messages import token_count
+from contextkit.wire import chat_usage, usage_from_responses
 
 BAD = [math.inf, math.nan, -1, 2.5, "12", [3], {"n": 1}, True]
 

@@ -38,10 +38,10 @@ from contextkit.cache import AnthropicCache
 from contextkit.engine import read_checkpoint
 from contextkit.engine.anthropic import wrap
 from contextkit.errors import ContextkitError
-from contextkit.formats.sse import assemble_stream, stream_events, to_sse
 from contextkit.messages import INTERRUPTED_TEXT, Conversation, ThinkingBlock, to_payload
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
 from contextkit.tokens import ApproxCounter
+from contextkit.wire import assemble_stream, stream_events, to_sse
 
 HELPER = Path(__file__).with_name("agent_loop_helper.py")
 TASK: Any = {"role": "user", "content": "Fix the failing test."}

@@ -16,11 +16,10 @@ import pytest
 
 from contextkit.engine.anthropic import wrap as wrap_anthropic
 from contextkit.engine.openai import wrap as wrap_openai
-from contextkit.formats.openai_sse import chat_chunks, to_openai_sse
-from contextkit.formats.sse import stream_events, to_sse
 from contextkit.testing._fake_http import Answer, handler_for
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply
 from contextkit.testing.fake_openai import FakeOpenAI
+from contextkit.wire import chat_chunks, stream_events, to_openai_sse, to_sse
 
 TASK: Any = {"role": "user", "content": "Fix the failing test."}
 ANSWER = Reply.text("word " * 200)

@@ -18,12 +18,11 @@ from agent_loop_helper import BUDGET_TOKENS, WINDOW_TOKENS, engine_options, stra
 from contextkit.engine import ContextEngine, request_body
 from contextkit.engine.openai import WrappedOpenAI, wrap
 from contextkit.errors import ContextkitError
-from contextkit.formats.openai_chat import parse_chat_request
-from contextkit.formats.openai_sse import assemble_chat_chunks, chat_chunks
 from contextkit.messages import Conversation
 from contextkit.testing.fake_anthropic import Reply, tool_loop_replies
 from contextkit.testing.fake_openai import FakeOpenAI
 from contextkit.tokens import ApproxCounter
+from contextkit.wire import assemble_chat_chunks, chat_chunks, parse_chat_request
 
 MODEL = "gpt-5.1"
 SYSTEM: Any = {"role": "system", "content": "You are a coding agent. Read files with read_file."}

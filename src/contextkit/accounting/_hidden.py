@@ -3,7 +3,7 @@
 Claude Code transcripts hold neither the system prompt nor the tool definitions. Where the file
 has recorded usage, call 1's billed input measures them (:func:`hidden_prefix`); where it has
 none, the capture of the same client version
-(:mod:`contextkit.formats.claude_code_prefix`, what the real CLI sent to a local server) is the
+(:mod:`contextkit.formats.claude_code.prefix`, what the real CLI sent to a local server) is the
 next best: its system blocks and tools, as counted by the capture's tiktoken encoding and scaled
 by the session counter's calibration factor. A subagent's requests carry their own, smaller set.
 Versions never captured give None (the size stays unknown, and the ledger says so).
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextkit.cache import TTL_1H_S, TTL_5M_S, PrefixPart, strip_prior_thinking
-from contextkit.formats.claude_code_prefix import claude_code_prefix
+from contextkit.formats.claude_code.prefix import claude_code_prefix
 from contextkit.session import Session, Usage
 from contextkit.tokens import CalibratedCounter, TokenCounter
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextkit.formats.openai_chat import parse_chat_messages, to_chat_messages
-from contextkit.formats.openai_responses import from_responses_items, to_responses_items
 from contextkit.messages import Conversation
-from contextkit.strategies.base import CallFacts, Receipt, Strategy
+from contextkit.strategies import CallFacts, Receipt, Strategy
 from contextkit.tokens import ApproxCounter, TokenCounter
+from contextkit.wire import (
+    from_responses_items,
+    parse_chat_messages,
+    to_chat_messages,
+    to_responses_items,
+)
 
 
 class Compactor:

@@ -23,11 +23,10 @@ from typing import Any
 
 from contextkit.adapters._core import Compactor
 from contextkit.errors import ContextkitError
-from contextkit.formats.openai_chat import parse_chat_messages
 from contextkit.messages import Conversation
-from contextkit.strategies.base import Strategy
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import Strategy, strategy_from_spec
 from contextkit.tokens import TokenCounter
+from contextkit.wire import parse_chat_messages
 
 try:
     from agent.context_engine import ContextEngine as _HermesEngine

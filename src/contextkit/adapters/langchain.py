@@ -20,8 +20,7 @@ from typing import Any
 
 from contextkit.adapters._core import Compactor
 from contextkit.errors import ContextkitError
-from contextkit.strategies.base import Strategy
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import Strategy, strategy_from_spec
 from contextkit.tokens import TokenCounter
 
 try:

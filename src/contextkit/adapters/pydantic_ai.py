@@ -35,8 +35,7 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.strategies.base import Strategy
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import Strategy, strategy_from_spec
 from contextkit.tokens import TokenCounter
 
 try:

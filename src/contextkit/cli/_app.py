@@ -13,26 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
+from contextkit.strategies import PRESET_NAMES
+
 if TYPE_CHECKING:
     from rich.console import Console
-
-PRESET_NAMES = (
-    "none",
-    "sliding-window",
-    "evict-tool-results",
-    "evict-tool-results-and-edits",
-    "summary",
-    "evict-then-summary",
-    "anthropic-clear-tool-uses",
-    "anthropic-compact",
-)
-"""The preset strategies by name, for help texts without importing the strategies (a test checks
-it against :data:`contextkit.strategies.config.PRESETS`)."""
 
 STRATEGY_HELP = (
     "Strategy: a preset (" + ", ".join(PRESET_NAMES) + "), NAME:key=value, "
@@ -83,7 +73,46 @@ def _console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     wide = stream.isatty() or "COLUMNS" in os.environ
-    return Console(stderr=stderr, width=None if wide else _PIPE_WIDTH)
+    return Console(file=cast(IO[str], _Printable(stderr)), width=None if wide else _PIPE_WIDTH)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate (legal in a JSON escape, not encodable in UTF-8: a
+    recorded file may hold one) written as its escape, ``\\udc00``: printing it as it is would
+    fail, after the command did its work."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _Printable:
+    """The process's stdout or stderr as it is at each write (a test runner swaps them), with
+    lone surrogates escaped (:func:`printable`): the file rich writes to."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    @property
+    def _stream(self) -> TextIO:
+        return sys.stderr if self._stderr else sys.stdout
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
 
 
 class _LazyConsole:
@@ -122,7 +151,7 @@ def console_error(message: str) -> None:
 
 def print_json(value: Any) -> None:
     """JSON for scripts: one document on stdout, nothing else."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(printable(json.dumps(value, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
 def _check_format(value: str | None) -> str | None:

@@ -30,8 +30,8 @@ from contextkit.cli._app import app, err_console
 from contextkit.errors import ContextkitError
 
 if TYPE_CHECKING:
-    from contextkit.formats.convert import ConversionWarning, Target
     from contextkit.session import Session
+    from contextkit.wire import ConversionWarning, Target
 
 
 class TargetName(StrEnum):

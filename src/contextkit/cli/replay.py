@@ -15,7 +15,6 @@ import typer
 
 from contextkit.cli import _tables as t
 from contextkit.cli._app import (
-    PRESET_NAMES,
     STRATEGY_HELP,
     FormatOption,
     app,
@@ -37,6 +36,7 @@ from contextkit.cli.fleet import (
     run_fleet_command,
 )
 from contextkit.errors import ContextkitError
+from contextkit.strategies import PRESET_NAMES
 
 if TYPE_CHECKING:
     from contextkit.replay import Replay
@@ -128,8 +128,8 @@ def replay_command(
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
     from contextkit.formats import load  # noqa: PLC0415  (the library loads in the command)
-    from contextkit.formats.anthropic import write_requests_jsonl  # noqa: PLC0415
     from contextkit.replay import run_strategy, savings, with_default_model  # noqa: PLC0415
+    from contextkit.wire import write_requests_jsonl  # noqa: PLC0415
 
     loaded = load(file, lenient=lenient, format=format_name)
     if not loaded.sessions or not loaded.sessions[0].calls:

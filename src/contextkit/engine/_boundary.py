@@ -13,7 +13,7 @@ Contract:
   ``Message``, an OpenAI ``ChatCompletion`` or ``Response`` (SDK object or dict). A response it
   cannot read is a :class:`ResponseError`.
 - :func:`request_body` writes a prepared request in one provider's wire form
-  (``contextkit.formats.convert.to_format``).
+  (``contextkit.wire.to_format``).
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from contextkit.errors import ContextkitError
-from contextkit.formats.anthropic import PayloadError, from_anthropic_response
-from contextkit.formats.convert import to_format
-from contextkit.formats.openai_chat import parse_chat_messages, parse_chat_response
-from contextkit.formats.openai_responses import from_responses_items, parse_responses_response
 from contextkit.messages import Block, Conversation, Message
 from contextkit.session import Usage
+from contextkit.wire import (
+    PayloadError,
+    from_anthropic_response,
+    from_responses_items,
+    parse_chat_messages,
+    parse_chat_response,
+    parse_responses_response,
+    to_format,
+)
 
 Api = Literal["anthropic", "openai-chat", "openai-responses"]
 APIS: tuple[Api, ...] = ("anthropic", "openai-chat", "openai-responses")

@@ -59,7 +59,7 @@ from pydantic import ValidationError
 from contextkit.errors import ContextkitError
 from contextkit.messages import Conversation, History, Message, to_payload
 from contextkit.session import Call, Usage
-from contextkit.strategies.base import Receipt
+from contextkit.strategies import Receipt
 
 CHECKPOINT_FORMAT = "contextkit-checkpoint"
 CHECKPOINT_VERSION = 3

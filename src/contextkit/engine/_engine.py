@@ -67,7 +67,7 @@ from contextkit.messages import (
     to_payload,
 )
 from contextkit.session import Call, Session, Usage
-from contextkit.strategies.base import CallFacts, Compacted, Receipt, Strategy
+from contextkit.strategies import CallFacts, Compacted, Receipt, Strategy
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 FINAL_STOPS = frozenset({"end_turn", "stop_sequence"})

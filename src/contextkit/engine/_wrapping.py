@@ -23,7 +23,7 @@ from contextkit.engine._boundary import Api, plain, request_body
 from contextkit.engine._engine import ContextEngine, Verdict
 from contextkit.errors import ContextkitError
 from contextkit.messages import Message
-from contextkit.strategies.base import Strategy
+from contextkit.strategies import Strategy
 
 CLIENT_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
 _SENTINELS = ("NotGiven", "Omit")

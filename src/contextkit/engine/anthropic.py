@@ -47,9 +47,9 @@ from contextkit.engine._wrapping import (
     WrapSession,
 )
 from contextkit.errors import ContextkitError
-from contextkit.formats.sse import assemble_events
 from contextkit.messages import Message, Tool
-from contextkit.strategies.base import Strategy
+from contextkit.strategies import Strategy
+from contextkit.wire import assemble_events
 
 _HEAD_KEYS = ("model", "system", "tools")
 

@@ -8,10 +8,10 @@ instead; everything else passes through to the wrapped client. It behaves like
 
 - Chat Completions: the leading ``system``/``developer`` messages, ``model`` and ``tools`` are
   the request head (a change restarts the view); the other parameters travel as they are.
-  Messages go through :mod:`contextkit.formats.openai_chat`, so a body is written back exactly as
+  Messages go through :mod:`contextkit.wire.openai_chat`, so a body is written back exactly as
   the harness would have sent it, less what the strategy removed.
 - Responses: ``instructions``, ``model`` and ``tools`` are the head; ``input`` (a string or a list
-  of items) is the history, read by :mod:`contextkit.formats.openai_responses`. The harness
+  of items) is the history, read by :mod:`contextkit.wire.openai_responses`. The harness
   appends ``response.output`` to its input as usual. ``previous_response_id`` is refused: with
   server-side history there is nothing on the client to compact.
 - OpenAI caches prefixes by itself: no ``cache_control`` is placed.
@@ -40,11 +40,16 @@ from contextkit.engine._wrapping import (
     WrapSession,
 )
 from contextkit.errors import ContextkitError
-from contextkit.formats.openai_chat import META, parse_chat_messages, parse_chat_request
-from contextkit.formats.openai_responses import from_responses_items, parse_responses_request
-from contextkit.formats.openai_sse import assemble_chat_chunks
 from contextkit.messages import Message
-from contextkit.strategies.base import Strategy
+from contextkit.strategies import Strategy
+from contextkit.wire import (
+    META,
+    assemble_chat_chunks,
+    from_responses_items,
+    parse_chat_messages,
+    parse_chat_request,
+    parse_responses_request,
+)
 
 try:
     from openai.resources.chat.completions import AsyncCompletions

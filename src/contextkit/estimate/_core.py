@@ -458,8 +458,7 @@ def _ledger_arrays(
 def strategy_tables(tickets: Sequence[Ticket], spec: str) -> tuple[TicketTable, TicketTable]:
     """(replayed under ``spec``, replayed without compaction) per ticket (see module doc)."""
     from contextkit.replay import replay  # noqa: PLC0415  (replay pulls in every strategy)
-    from contextkit.strategies.compose import NoCompaction  # noqa: PLC0415
-    from contextkit.strategies.config import strategy_from_spec  # noqa: PLC0415
+    from contextkit.strategies import NoCompaction, strategy_from_spec  # noqa: PLC0415
 
     strategy = strategy_from_spec(spec)
     runs: dict[str, list[PricedSession]] = {"strategy": [], "none": []}

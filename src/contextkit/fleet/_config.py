@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextkit.errors import ConfigError
 from contextkit.replay import AS_RECORDED, ORACLE
-from contextkit.strategies.config import dump_strategy, strategy_from_spec
+from contextkit.strategies import dump_strategy, strategy_from_spec
 
 SCHEMA_VERSION = 1
 """Bumped when a column changes meaning: rows written under another version are recomputed."""

@@ -1,4 +1,5 @@
-"""File and wire formats: one module per format, each a reader (and a writer where it makes sense).
+"""Harness file formats: one reader per format (a module, or a subpackage for a harness that needs
+several), each a reader of recorded sessions.
 
 ``load(path)`` detects the format from the file's head and returns a :class:`LoadedFile`. A file
 no reader recognises raises :class:`UnknownFormatError` listing what was tried. Readers are strict
@@ -6,16 +7,18 @@ by default (the first bad record is an error naming file and line); ``lenient=Tr
 records and lists each one in ``LoadedFile.skipped``.
 
 A reader module exposes ``READER``, an object with ``name``, ``sniff(path, head) -> bool`` and
-``read(path, *, lenient) -> LoadedFile``. Detection asks the readers in ``_READER_MODULES`` order,
-most specific first; a JSON-lines file none claims goes to the format most of its first records
-belong to. A file holding records of several formats is a :class:`MixedFormatError` saying which
-lines are which; a few strays among one format's records are an error naming them, or (lenient)
-skipped records (:mod:`._mixed`).
+``read(path, *, lenient) -> LoadedFile``, and has one line in :mod:`._registry`. Harnesses whose
+files need several modules (or that write several formats) are subpackages: ``claude_code``,
+``openhands``, ``aider``, ``hermes``, ``tau``. The wire codecs the readers share (request and
+response bodies of each provider API) are :mod:`contextkit.wire`. Detection asks the readers in
+the registry's order, most specific first; a JSON-lines file none claims goes to the format most
+of its first records belong to. A file holding records of several formats is a
+:class:`MixedFormatError` saying which lines are which; a few strays among one format's records
+are an error naming them, or (lenient) skipped records (:mod:`._mixed`).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -40,41 +43,12 @@ class FormatReader(Protocol):
     def read(self, path: Path, *, lenient: bool = False) -> LoadedFile: ...
 
 
-# Most specific first: a reader later in the list may accept what an earlier one rejects.
-_READER_MODULES: tuple[str, ...] = (
-    "atif",
-    "proxy_record",
-    "claude_trace",
-    "cline",
-    "cursor",
-    "opencode",
-    "hermes",
-    "hermes_trajectory",
-    "anthropic",
-    "claude_code",
-    "gemini_cli",
-    "openhands_eval",
-    "openhands_sdk",
-    "pi",
-    "aider",
-    "aider_llm",
-    "openhands",
-    "tau2_bench",
-    "tau_bench",
-    "mini_swe_agent",
-    "swe_agent",
-    "codex",
-    "openai_responses",
-    "openai_chat",
-)
-
-
 @cache
 def readers() -> tuple[FormatReader, ...]:
-    out: list[FormatReader] = []
-    for module in _READER_MODULES:
-        out.append(importlib.import_module(f"contextkit.formats.{module}").READER)
-    return tuple(out)
+    """Every reader, in detection order (:mod:`._registry`, loaded on first use)."""
+    from contextkit.formats._registry import READERS  # noqa: PLC0415  (loads every reader)
+
+    return READERS
 
 
 def format_names() -> tuple[str, ...]:

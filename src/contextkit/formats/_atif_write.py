@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextkit.formats._warnings import ConversionWarning, WarningLog
 from contextkit.messages import (
     Block,
     Conversation,
@@ -22,6 +21,7 @@ from contextkit.messages import (
     Usage,
 )
 from contextkit.session import Call, Session
+from contextkit.wire import ConversionWarning, WarningLog
 
 SCHEMA_VERSION = "ATIF-v1.4"
 EXT = "contextkit"

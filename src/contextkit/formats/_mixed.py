@@ -33,6 +33,7 @@ from typing import Any
 from contextkit.errors import ContextkitError, FormatError, MixedFormatError
 from contextkit.formats._io import LINE_CHECK, LineCheck, is_plain_text_body
 from contextkit.session import LoadedFile, SkippedRecord
+from contextkit.wire import is_anthropic_record, is_chat_record, is_responses_record
 
 MIXED_MIN = 3
 STRAY_SHARE = 0.1
@@ -47,7 +48,7 @@ Predicate = Callable[[dict[str, Any]], bool]
 @cache
 def _families() -> dict[str, Predicate]:
     # The readers import this package: their predicates are looked up on first use.
-    from contextkit.formats import anthropic, codex, openai_chat, openai_responses  # noqa: PLC0415
+    from contextkit.formats import codex  # noqa: PLC0415
     from contextkit.formats.claude_code import looks_like_record  # noqa: PLC0415
 
     def request(test: Callable[[object], bool]) -> Predicate:
@@ -56,9 +57,9 @@ def _families() -> dict[str, Predicate]:
     return {
         "claude-code": looks_like_record,
         "codex": codex.is_rollout_line,
-        "openai-responses": request(openai_responses.is_responses_record),
-        "anthropic": request(anthropic.is_anthropic_record),
-        "openai-chat": request(openai_chat.is_chat_record),
+        "openai-responses": request(is_responses_record),
+        "anthropic": request(is_anthropic_record),
+        "openai-chat": request(is_chat_record),
     }
 
 

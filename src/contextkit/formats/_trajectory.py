@@ -22,7 +22,6 @@ from typing import Any
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
 from contextkit.formats._jsondoc import JsonDoc, Key, Peek, load_doc, peek
-from contextkit.formats.openai_chat import System, parse_chat_messages
 from contextkit.messages import (
     Block,
     Conversation,
@@ -33,6 +32,7 @@ from contextkit.messages import (
     token_count,
 )
 from contextkit.session import Call, Usage
+from contextkit.wire import System, parse_chat_messages
 
 # --------------------------------------------------------------------------------------------------
 # Values
@@ -256,6 +256,20 @@ def fail_at(doc: JsonDoc, reason: str, *keys: Key) -> FormatError:
     return FormatError(doc.path, reason, doc.line_of(*keys))
 
 
+def tool_from_openai(raw: object) -> Tool | None:
+    """An OpenAI tool definition (``{"type": "function", "function": {...}}``) as a Tool."""
+    if not isinstance(raw, Mapping):
+        return None
+    function = raw.get("function")
+    body: Mapping[str, Any] = function if isinstance(function, Mapping) else raw
+    name = body.get("name")
+    if not isinstance(name, str):
+        return None
+    return Tool(
+        name=name, description=as_str(body.get("description")), input_schema=body.get("parameters")
+    )
+
+
 __all__ = [
     "ChatTranscript",
     "JsonDoc",
@@ -273,5 +287,6 @@ __all__ = [
     "parse_time",
     "peek",
     "stop_reason",
+    "tool_from_openai",
     "usage_from_litellm",
 ]

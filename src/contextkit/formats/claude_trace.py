@@ -38,16 +38,17 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from contextkit.formats._io import Skips, iter_jsonl
-from contextkit.formats._reuse import BodyReuse
-from contextkit.formats.anthropic import (
+from contextkit.formats.anthropic import read_first_object
+from contextkit.session import Call, LoadedFile, Session
+from contextkit.wire import (
     AnthropicResponse,
+    BodyReuse,
     PayloadError,
+    StreamError,
+    assemble_stream,
     from_anthropic_request,
     from_anthropic_response,
-    read_first_object,
 )
-from contextkit.formats.sse import StreamError, assemble_stream
-from contextkit.session import Call, LoadedFile, Session
 
 FORMAT = "claude-trace"
 _BEDROCK_PATH = re.compile(r"/model/([^/]+)/(invoke|invoke-with-response-stream)$")

@@ -5,7 +5,7 @@ A rollout line is ``{"timestamp", "type", "payload"}``:
 - ``session_meta``: the session id, and (recent versions) ``base_instructions`` -- the system
   prompt, sent as the request's ``instructions``.
 - ``turn_context``: per-turn settings; its ``model`` names the model of the calls that follow.
-- ``response_item``: one Responses API item (see :mod:`contextkit.formats.openai_responses`), as
+- ``response_item``: one Responses API item (see :mod:`contextkit.wire.openai_responses`), as
   the model saw it (inputs) or produced it (outputs).
 - ``event_msg``: UI events. ``token_count`` carries ``info.last_token_usage`` (the usage of the
   model request that just finished) and ``info.total_token_usage`` (the running sum); in both,
@@ -37,17 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, first_json_object, iter_jsonl
-from contextkit.formats._responses_items import (
-    System,
-    _message_blocks,
-    _output_blocks,
-    _result_block,
-    _side,
-    _user_message,
-)
-from contextkit.formats.openai_responses import _with_instructions, usage_from_responses
 from contextkit.messages import Block, Conversation, Message
 from contextkit.session import Call, LoadedFile, Session, Usage
+from contextkit.wire import (
+    System,
+    item_side,
+    message_blocks,
+    output_blocks,
+    result_block,
+    usage_from_responses,
+    user_message,
+    with_instructions,
+)
 
 FORMAT = "codex"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
@@ -71,18 +72,18 @@ class ItemsBuilder:
         self, item: Mapping[str, Any], index: int, blocks: Sequence[Block] | None = None
     ) -> None:
         """Append one item (``blocks``: its output blocks, when already mapped)."""
-        side = _side(item, index)
+        side = item_side(item, index)
         if side == "system" and not self.closed and not self.run:
-            self.system.extend(_message_blocks(item, index, "input_text"))
+            self.system.extend(message_blocks(item, index, "input_text"))
             return
         if self.run and side != self.run_side:
             self._close()
         if side in ("user", "system"):
-            self.closed.append(_user_message(item, index))
+            self.closed.append(user_message(item, index))
             return
         self.run_side = side
         self.run.extend(
-            _output_blocks(item, index) if side == "assistant" else [_result_block(item, index)]
+            output_blocks(item, index) if side == "assistant" else [result_block(item, index)]
         )
 
     def _close(self) -> None:
@@ -157,7 +158,7 @@ class _Rollout:
         line: int,
     ) -> Call:
         if self.instructions is not None:
-            system = _with_instructions(self.instructions, system)
+            system = with_instructions(self.instructions, system)
         fields: dict[str, Any] = {"messages": messages}
         if system is not None:
             fields["system"] = system
@@ -194,12 +195,12 @@ def _on_item(state: _Rollout, item: dict[str, Any], line: int, when: datetime | 
     if kind in _SKIPPED_ITEMS:
         state.set_aside[f"response_item:{kind}"] += 1
         return
-    side = _side(item, line)
+    side = item_side(item, line)
     if side == "assistant":
         if state.pending_user is not None:
             state.close_run(None)
             state.flush_user()
-        blocks = _output_blocks(item, line)  # mapped now, so a bad item fails on its own line
+        blocks = output_blocks(item, line)  # mapped now, so a bad item fails on its own line
         if not state.outputs:
             state.run_time = when
         state.outputs.append((line, item, blocks))
@@ -249,7 +250,7 @@ def _last_user_since_output(state: _Rollout) -> Mapping[str, Any] | None:
     if state.outputs:
         return None
     for item in reversed(state.history):
-        if _side(item, 0) == "assistant":
+        if item_side(item, 0) == "assistant":
             return None
         if item.get("role") == "user":
             return item

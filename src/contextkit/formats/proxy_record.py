@@ -33,17 +33,19 @@ from typing import Any
 
 from contextkit.errors import ContextkitError
 from contextkit.formats._io import Skips, iter_jsonl
-from contextkit.formats._openai_common import ParsedResponse
-from contextkit.formats._reuse import BodyReuse
-from contextkit.formats.anthropic import (
-    from_anthropic_request,
-    from_anthropic_response,
-    read_first_object,
-)
-from contextkit.formats.openai_chat import parse_chat_request, parse_chat_response
-from contextkit.formats.openai_responses import parse_responses_request, parse_responses_response
+from contextkit.formats.anthropic import read_first_object
 from contextkit.messages import Conversation
 from contextkit.session import Call, LoadedFile, Session
+from contextkit.wire import (
+    BodyReuse,
+    ParsedResponse,
+    from_anthropic_request,
+    from_anthropic_response,
+    parse_chat_request,
+    parse_chat_response,
+    parse_responses_request,
+    parse_responses_response,
+)
 
 FORMAT = "contextkit-proxy"
 RECORD_KEY = "contextkit_proxy"

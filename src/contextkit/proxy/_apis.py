@@ -3,7 +3,7 @@
 
 - ``anthropic``: ``POST /v1/messages`` (any query, e.g. ``?beta=true``); ``count_tokens`` is
   forwarded and recorded but is no model call. Streams: Anthropic server-sent events, assembled by
-  :func:`contextkit.formats.sse.assemble_stream`.
+  :func:`contextkit.wire.assemble_stream`.
 - ``openai-chat``: ``POST /v1/chat/completions``. Streams: ``chat.completion.chunk`` objects (the
   content, tool call argument fragments by index, the finish reason and, with
   ``stream_options.include_usage``, the usage of the last chunk) assembled into a
@@ -21,16 +21,21 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contextkit.formats.anthropic import from_anthropic_request, to_anthropic_request
-from contextkit.formats.openai_chat import parse_chat_request, to_chat_request
-from contextkit.formats.openai_responses import (
+from contextkit.messages import Conversation
+from contextkit.session import Usage
+from contextkit.wire import (
+    SseEvent,
+    StreamError,
+    assemble_events,
+    from_anthropic_request,
+    parse_chat_request,
     parse_responses_request,
+    parse_sse,
+    to_anthropic_request,
+    to_chat_request,
     to_responses_request,
     usage_from_responses,
 )
-from contextkit.formats.sse import SseEvent, StreamError, assemble_events, parse_sse
-from contextkit.messages import Conversation
-from contextkit.session import Usage
 
 Api = Literal["anthropic", "anthropic-count-tokens", "openai-chat", "openai-responses"]
 MODEL_APIS: tuple[Api, ...] = ("anthropic", "openai-chat", "openai-responses")

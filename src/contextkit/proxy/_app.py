@@ -42,7 +42,7 @@ from contextkit.proxy._conversations import Conversations, conversation_key
 from contextkit.proxy._exchange import Exchange
 from contextkit.proxy._record import RecordWriter, redacted
 from contextkit.proxy._stats import Stats
-from contextkit.strategies.base import Strategy
+from contextkit.strategies import Strategy
 
 try:
     import anyio

@@ -35,7 +35,7 @@ from contextkit.messages import Block, Conversation, Message, to_payload
 from contextkit.models import resolve_model
 from contextkit.proxy._apis import Api
 from contextkit.session import Usage
-from contextkit.strategies.base import Receipt, Strategy
+from contextkit.strategies import Receipt, Strategy
 from contextkit.tokens import TokenCounter, counter_for
 
 MAX_LANES = 16

@@ -24,7 +24,7 @@ from contextkit.formats import detect, load
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
 from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_recorded
 from contextkit.session import Session
-from contextkit.strategies.config import strategy_from_spec
+from contextkit.strategies import strategy_from_spec
 
 SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 

@@ -47,8 +47,7 @@ from contextkit.replay._recall import FactIndex, wanted_index
 from contextkit.replay._strict import QuoteIndex, edit_strings, quote_text, span_lines
 from contextkit.replay._walk import _Thread, _Walker
 from contextkit.session import Call, Session
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
-from contextkit.strategies.eviction import is_evicted, placeholder
+from contextkit.strategies import CallFacts, Compacted, Receipt, is_evicted, placeholder
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
 ORACLE = "oracle"

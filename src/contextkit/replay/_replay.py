@@ -60,7 +60,7 @@ from contextkit.replay._strict import (
 from contextkit.replay._summariser import SummariserBill, SummariserCall
 from contextkit.replay._walk import _Thread, _Walker, _with_head
 from contextkit.session import Session
-from contextkit.strategies.base import CallFacts, Receipt, Strategy, head_tokens
+from contextkit.strategies import CallFacts, Receipt, Strategy, head_tokens
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
 ASSUMPTION = (

@@ -26,9 +26,7 @@ from contextkit.messages import Conversation, Receipt
 from contextkit.models import resolve_model
 from contextkit.pricing import ModelPrice, price_or_warn
 from contextkit.session import Usage
-from contextkit.strategies.base import CallFacts
-from contextkit.strategies.compose import ColdCache
-from contextkit.strategies.summarisers import SUMMARY_INSTRUCTION
+from contextkit.strategies import SUMMARY_INSTRUCTION, CallFacts, ColdCache
 
 SUMMARY_ACTIONS = frozenset({"summarised", "summary_discarded"})
 _COLD = ColdCache()

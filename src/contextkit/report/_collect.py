@@ -50,7 +50,7 @@ from contextkit.formats import load
 from contextkit.messages import ToolResultBlock
 from contextkit.replay import AS_RECORDED, compare
 from contextkit.session import Session
-from contextkit.strategies.config import PRESETS
+from contextkit.strategies import PRESETS
 from contextkit.tokens import counter_for
 
 Basis = Literal["recorded", "simulated"]

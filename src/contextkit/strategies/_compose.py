@@ -27,26 +27,20 @@ Contract (tenacity-style: small callables, operators, nesting flattens):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contextkit.messages import Conversation
 from contextkit.pricing import PER_MILLION, ModelPrice
-from contextkit.strategies._config import StrategyModel
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 from contextkit.strategies._structure import (
     first_changed,
     prefix_tokens,
     tool_result_tokens,
     turn_starts,
 )
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
-from contextkit.strategies.eviction import EvictToolResults
-from contextkit.strategies.memory import PrependMemoryFiles
-from contextkit.strategies.server_side import AnthropicClearToolUses, AnthropicCompact
-from contextkit.strategies.summary import ReplaceWithSummary
-from contextkit.strategies.thinking import ClearThinking
-from contextkit.strategies.window import SlidingWindow
 
 # Sonnet-like prices (USD per million tokens; REFERENCE.md, 2026): only their ratio matters here.
 DEFAULT_CACHE_WRITE = 3.75
@@ -54,6 +48,13 @@ DEFAULT_CACHE_READ = 0.30
 
 StrategyFn = Callable[[Conversation, CallFacts], Compacted]
 TriggerFn = Callable[[Conversation, CallFacts], bool]
+
+if TYPE_CHECKING:
+    # A step of a combinator, as the type checker sees it. At run time the name stands for every
+    # built-in discriminated on ``kind`` or a plain function: the union of the registry
+    # (:data:`contextkit.strategies._registry.StrategyField`), which holds every leaf and rebuilds
+    # these models with it. The combinators import no leaf, and the leaves no combinator.
+    StrategyField = StrategyModel | StrategyFn
 
 # --------------------------------------------------------------------------------------------------
 # Triggers
@@ -391,44 +392,14 @@ class CacheAwareGate(StrategyModel):
         return Compacted(view=view)
 
 
-AnyStrategy = Annotated[
-    NoCompaction
-    | SlidingWindow
-    | EvictToolResults
-    | ReplaceWithSummary
-    | PrependMemoryFiles
-    | ClearThinking
-    | AnthropicClearToolUses
-    | AnthropicCompact
-    | Pipeline
-    | When
-    | EscalateUntilFits
-    | Hysteresis
-    | CacheAwareGate,
-    Field(discriminator="kind"),
-]
-"""Every built-in strategy config, discriminated on ``kind``: the config schema."""
-
-StrategyField = Annotated[AnyStrategy | StrategyFn, Field(union_mode="left_to_right")]
-
-for _model in (
-    CacheTimed,
-    AnyOf,
-    AllOf,
-    Pipeline,
-    When,
-    EscalateUntilFits,
-    Hysteresis,
-    CacheAwareGate,
-):
-    _model.model_rebuild()
+for _trigger in (CacheTimed, AnyOf, AllOf):
+    _trigger.model_rebuild()
 
 __all__ = [
     "DEFAULT_CACHE_READ",
     "DEFAULT_CACHE_WRITE",
     "AllOf",
     "AnyOf",
-    "AnyStrategy",
     "AnyTrigger",
     "CacheAwareGate",
     "CacheTimed",
@@ -439,7 +410,6 @@ __all__ = [
     "OverFraction",
     "OverTokens",
     "Pipeline",
-    "StrategyField",
     "ToolResultsOver",
     "TriggerField",
     "TriggerModel",

@@ -41,7 +41,8 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.strategies._config import StrategyModel
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 from contextkit.strategies._structure import (
     forget_with_messages,
     info,
@@ -49,7 +50,6 @@ from contextkit.strategies._structure import (
     tool_uses_by_id,
     with_blocks,
 )
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
 from contextkit.tokens import TokenCounter, block_text
 
 PLACEHOLDER_PREFIX = "[contextkit: cleared the result of "

@@ -37,8 +37,8 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from contextkit.strategies._base import CallFacts
 from contextkit.strategies._summary_model import SUMMARY_CLOSE, SUMMARY_OPEN, Summary
-from contextkit.strategies.base import CallFacts
 
 SECTIONS: tuple[str, ...] = (
     "Goal and constraints",

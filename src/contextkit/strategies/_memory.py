@@ -28,8 +28,8 @@ from pydantic import Field, PrivateAttr
 
 from contextkit.errors import ConfigError
 from contextkit.messages import Block, Conversation, TextBlock
-from contextkit.strategies._config import StrategyModel
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 
 MEMORY_OPEN = '<memory-file path="'
 MEMORY_CLOSE = "</memory-file>"

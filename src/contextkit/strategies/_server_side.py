@@ -36,11 +36,11 @@ from typing import Literal
 from pydantic import Field
 
 from contextkit.messages import CompactionBlock, Conversation, ToolUseBlock
-from contextkit.strategies._config import StrategyModel
-from contextkit.strategies.base import CallFacts, Compacted
-from contextkit.strategies.eviction import EvictionPlan, evict
-from contextkit.strategies.summarisers import SUMMARY_CLOSE, SUMMARY_OPEN, ExtractiveSummariser
-from contextkit.strategies.summary import SummariserField, summarise_head, summarise_with
+from contextkit.strategies._base import CallFacts, Compacted
+from contextkit.strategies._eviction import EvictionPlan, evict
+from contextkit.strategies._strategy_model import StrategyModel
+from contextkit.strategies._summarisers import SUMMARY_CLOSE, SUMMARY_OPEN, ExtractiveSummariser
+from contextkit.strategies._summary import SummariserField, summarise_head, summarise_with
 
 COMPACT_MIN_TRIGGER = 50_000
 

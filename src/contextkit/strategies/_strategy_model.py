@@ -2,8 +2,8 @@
 
 Contract: a built-in is a frozen pydantic model with a ``kind`` literal; the model *is* the config
 (so it can be printed, saved and loaded) and is called as ``strategy(view, facts) -> Compacted``.
-``a >> b`` builds a :class:`~contextkit.strategies.compose.Pipeline`; triggers combine with ``|``
-and ``&`` (see :mod:`contextkit.strategies.compose`). Unknown fields are errors, never ignored.
+``a >> b`` builds a :class:`~contextkit.strategies._compose.Pipeline`; triggers combine with ``|``
+and ``&`` (see :mod:`contextkit.strategies._compose`). Unknown fields are errors, never ignored.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.messages import Conversation
-from contextkit.strategies.base import CallFacts, Compacted
+from contextkit.strategies._base import CallFacts, Compacted
 
 
 class StrategyModel(BaseModel):
@@ -25,7 +25,7 @@ class StrategyModel(BaseModel):
     kind: str
 
     pipeline: ClassVar[Callable[..., StrategyModel]]
-    """What ``a >> b`` builds: :class:`~contextkit.strategies.compose.Pipeline`, set where it is
+    """What ``a >> b`` builds: :class:`~contextkit.strategies._compose.Pipeline`, set where it is
     defined (its steps are a union of every built-in, which all derive from this class: importing
     it here would make a circle)."""
 

@@ -6,7 +6,7 @@ also has ``summarise_view(view, span, facts, ...)`` (:class:`ViewSummariser`). `
 what producing it cost (None when it cost no model call), so the caller can bill it apart from the
 view, even when the summary is then discarded. Three implementations:
 
-- :class:`ExtractiveSummariser` (:mod:`contextkit.strategies.handoff`): offline and
+- :class:`ExtractiveSummariser` (:mod:`contextkit.strategies._handoff`): offline and
   deterministic, a structured hand-off (goal and constraints, the latest request verbatim, what was
   done, files read and modified, decisions, open errors, next steps).
 - :class:`AnthropicSummariser`: a model writes the same sections through the ``anthropic`` SDK. As
@@ -39,6 +39,8 @@ from contextkit.messages import (
     to_payload,
 )
 from contextkit.session import Usage
+from contextkit.strategies._base import CallFacts
+from contextkit.strategies._handoff import SECTIONS, ExtractiveSummariser
 from contextkit.strategies._summary_model import (
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
@@ -46,8 +48,6 @@ from contextkit.strategies._summary_model import (
     Summary,
     ViewSummariser,
 )
-from contextkit.strategies.base import CallFacts
-from contextkit.strategies.handoff import SECTIONS, ExtractiveSummariser
 from contextkit.tokens import block_text
 
 

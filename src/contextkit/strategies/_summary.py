@@ -30,7 +30,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from contextkit.messages import Block, CompactionBlock, Conversation, Message, TextBlock
-from contextkit.strategies._config import StrategyModel
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 from contextkit.strategies._structure import (
     has_tool_uses,
     is_turn_start,
@@ -39,8 +40,7 @@ from contextkit.strategies._structure import (
     turn_starts,
     with_blocks,
 )
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
-from contextkit.strategies.summarisers import (
+from contextkit.strategies._summarisers import (
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
     AnthropicSummariser,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextkit.messages import Conversation, Message
 from contextkit.session import Usage
-from contextkit.strategies.base import CallFacts
+from contextkit.strategies._base import CallFacts
 
 SUMMARY_OPEN = "<context-summary>"
 SUMMARY_CLOSE = "</context-summary>"

@@ -19,9 +19,9 @@ from typing import Literal
 from pydantic import Field
 
 from contextkit.messages import Conversation, Message, RedactedThinkingBlock, ThinkingBlock
-from contextkit.strategies._config import StrategyModel
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 from contextkit.strategies._structure import info, replace_messages, turn_starts, with_blocks
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
 
 
 def _is_thinking(block: object) -> bool:

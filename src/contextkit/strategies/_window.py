@@ -30,7 +30,8 @@ from typing import Literal
 from pydantic import Field
 
 from contextkit.messages import Conversation, Message, RedactedThinkingBlock, ThinkingBlock
-from contextkit.strategies._config import StrategyModel
+from contextkit.strategies._base import CallFacts, Compacted, Receipt
+from contextkit.strategies._strategy_model import StrategyModel
 from contextkit.strategies._structure import (
     is_turn_start,
     last_turn_start,
@@ -39,8 +40,7 @@ from contextkit.strategies._structure import (
     turn_starts,
     with_blocks,
 )
-from contextkit.strategies.base import CallFacts, Compacted, Receipt
-from contextkit.strategies.summary import pinned_blocks
+from contextkit.strategies._summary import pinned_blocks
 
 
 class SlidingWindow(StrategyModel):

@@ -3,7 +3,7 @@
 Contract: :func:`handler_for` makes a ``BaseHTTPRequestHandler`` class that passes every POST and
 GET (path with its query, body, headers, method) to one ``handle`` function and writes back its
 :class:`Answer`: JSON, or a server-sent-event stream of the same message
-(:func:`contextkit.formats.sse.stream_events`), with a ``request-id`` naming the response
+(:func:`contextkit.wire.stream_events`), with a ``request-id`` naming the response
 (``req_fake_<n>`` for ``msg_fake_<n>``, as Claude Code records it in its transcripts).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from contextkit.formats.sse import stream_events, to_sse
+from contextkit.wire import stream_events, to_sse
 
 
 @dataclass(frozen=True)

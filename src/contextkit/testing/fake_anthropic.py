@@ -19,7 +19,7 @@ It rejects what the provider rejects, with HTTP 400 and Anthropic's error body
 - input over ``context_window`` tokens as counted by the given counter: "prompt is too long".
 
 A request with ``"stream": true`` that passes these checks is answered with a server-sent-event
-stream of the same message (:func:`contextkit.formats.sse.stream_events`: ``message_start`` with
+stream of the same message (:func:`contextkit.wire.stream_events`: ``message_start`` with
 the input and cache usage, block starts and ``text_delta`` / ``input_json_delta`` /
 ``thinking_delta`` + ``signature_delta`` deltas, ``message_delta`` with the stop reason and output
 tokens, ``message_stop``); a rejected one gets the same HTTP 400 JSON error as without streaming,

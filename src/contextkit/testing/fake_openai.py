@@ -22,7 +22,7 @@ It rejects what the API rejects, with HTTP 400 and OpenAI's error body
 
 With ``"stream": true`` the answer is a server-sent-event stream: ``chat.completion.chunk``
 objects then ``data: [DONE]`` (a last usage chunk when ``stream_options.include_usage``), or the
-Responses events up to ``response.completed`` (:mod:`contextkit.formats.openai_sse`).
+Responses events up to ``response.completed`` (:mod:`contextkit.wire.openai_sse`).
 
 Usage is the counter's: ``prompt_tokens`` / ``input_tokens`` count the whole request; the cached
 part is the longest run of leading messages this server was sent before in one request, counted
@@ -42,15 +42,21 @@ from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from contextkit.formats.openai_chat import REQUEST_KEYS as CHAT_KEYS
-from contextkit.formats.openai_chat import parse_chat_request, to_chat_messages
-from contextkit.formats.openai_responses import REQUEST_KEYS as RESPONSES_KEYS
-from contextkit.formats.openai_responses import parse_responses_request, to_responses_items
-from contextkit.formats.openai_sse import chat_chunks, responses_events, to_openai_sse
 from contextkit.messages import Conversation, Message, parse_block, to_payload, validate
 from contextkit.testing._fake_http import Answer, handler_for
 from contextkit.testing.fake_anthropic import ReceivedRequest, Rejected, Reply, Script
 from contextkit.tokens import ApproxCounter, TokenCounter
+from contextkit.wire import CHAT_REQUEST_KEYS as CHAT_KEYS
+from contextkit.wire import RESPONSES_REQUEST_KEYS as RESPONSES_KEYS
+from contextkit.wire import (
+    chat_chunks,
+    parse_chat_request,
+    parse_responses_request,
+    responses_events,
+    to_chat_messages,
+    to_openai_sse,
+    to_responses_items,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"

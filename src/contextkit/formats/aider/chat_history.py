@@ -39,7 +39,7 @@ its total. The model is the one aider announced last in the run (``> Model: ...`
 Detection: the file name ``.aider.chat.history.md``, or a ``.md`` file with a
 ``# aider chat started at`` line in its head. Strict by default: a ``> Tokens:`` line that does
 not parse, or a line that is not UTF-8, is a :class:`FormatError` with its line; ``lenient=True``
-skips it and lists it. ``.aider.llm.history`` (full prompts) is read by :mod:`.aider_llm`; a note
+skips it and lists it. ``.aider.llm.history`` (full prompts) is read by :mod:`.llm_history`; a note
 points to it when it lies beside the chat history.
 """
 

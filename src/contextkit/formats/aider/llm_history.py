@@ -32,9 +32,9 @@ from pathlib import Path
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
 from contextkit.formats._trajectory import parse_time
-from contextkit.formats.openai_chat import parse_chat_messages
 from contextkit.messages import Conversation, Message
 from contextkit.session import Call, LoadedFile, Session
+from contextkit.wire import parse_chat_messages
 
 NAME = "aider-llm"
 FILE_NAME = ".aider.llm.history"

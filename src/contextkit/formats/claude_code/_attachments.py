@@ -13,7 +13,7 @@ the user sent while the agent worked, delivered with the next tool result);
 use the same wrapper with the client's template, read from the same build but not seen in a
 recorded request.
 
-Where the text goes is :mod:`.claude_code_calls`' business: before the prompt of the user message
+Where the text goes is :mod:`._calls`' business: before the prompt of the user message
 it follows, or appended to that message's last tool result when it answers tools.
 """
 

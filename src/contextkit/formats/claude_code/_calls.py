@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from contextkit.formats.claude_code_records import Rec
+from contextkit.formats.claude_code._records import Rec
 from contextkit.messages import (
     Block,
     Conversation,

@@ -12,13 +12,13 @@ Contract:
   whose messages the parent's ``agent_progress`` records hold is a subagent session rebuilt from
   those messages in file order, with its last response taken from the Task result.
 - Output tokens the file records as a stream-start placeholder are counted from the response
-  content (``Call.output_estimated``), as :mod:`.claude_code_outputs` describes; a session note
+  content (``Call.output_estimated``), as :mod:`._outputs` describes; a session note
   says how many.
 - Loading a subagent file directly gives that subagent's session, linked to the parent file when
   it lies where Claude Code puts it (``<dir>/<session-id>.jsonl``); when it does not, the notes say
   so and what is missing.
-- Calls, requests and compactions are rebuilt as :mod:`.claude_code_calls` describes; records
-  are parsed as :mod:`.claude_code_records` describes. Every request is a reconstruction
+- Calls, requests and compactions are rebuilt as :mod:`._calls` describes; records
+  are parsed as :mod:`._records` describes. Every request is a reconstruction
   (``Call.exact`` False) and holds messages only: these files record neither the system prompt nor
   the tool definitions, so ``Session.prefix_known`` is False.
 - Strict by default: a malformed line, or a field we need with a wrong type, is a
@@ -51,15 +51,15 @@ from typing import Any, Literal
 
 from contextkit._gc import no_cycle_collection
 from contextkit.formats._io import Skips, head_objects
-from contextkit.formats.claude_code_calls import (
+from contextkit.formats.claude_code._calls import (
     Index,
     MessageMemo,
     build_calls,
     link_in_file_order,
     resolve_parents,
 )
-from contextkit.formats.claude_code_outputs import count_placeholder_outputs
-from contextkit.formats.claude_code_records import ParsedFile, Rec, parse_file
+from contextkit.formats.claude_code._outputs import count_placeholder_outputs
+from contextkit.formats.claude_code._records import ParsedFile, Rec, parse_file
 from contextkit.messages import Message, TextBlock, extends
 from contextkit.session import Call, LoadedFile, Session, SkippedRecord
 
@@ -483,4 +483,4 @@ def _common_session_id(records: Iterable[Rec]) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
-__all__ = ["FORMAT", "READER", "ClaudeCodeReader", "load_claude_code"]
+__all__ = ["FORMAT", "READER", "ClaudeCodeReader", "load_claude_code", "looks_like_record"]

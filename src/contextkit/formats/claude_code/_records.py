@@ -8,7 +8,7 @@ Contract: :func:`parse_file` reads one ``.jsonl`` transcript and returns a :clas
   non-string ``uuid``...) is a bad record: a :class:`FormatError` naming the line, or (lenient) a
   skip;
 - a ``system`` record of subtype ``compact_boundary`` becomes kind ``"boundary"``;
-- an ``attachment`` record whose text :func:`.claude_code_attachments.render_attachment` knows
+- an ``attachment`` record whose text :func:`._attachments.render_attachment` knows
   becomes kind ``"attachment"`` holding that text as one block (what the client sends for it); one
   it does not know is a link, counted in ``set_aside`` as ``attachment/<type>``;
 - every other record that carries a ``uuid`` (progress, other system records, synthetic
@@ -50,7 +50,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contextkit.formats._io import Skips, iter_jsonl
-from contextkit.formats.claude_code_attachments import render_attachment
+from contextkit.formats.claude_code._attachments import render_attachment
 from contextkit.messages import BLOCKS_ADAPTER, Block, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Usage
 

@@ -5,7 +5,7 @@ Contract:
 - :func:`claude_code_prefix` returns the :class:`ClaudeCodePrefix` recorded for a client version
   (``"2.1.197"``; a ``cc_version`` such as ``"2.1.197.1f1"`` or ``"2.1.197 (Claude Code)"`` is
   reduced to its release), or None when that version was never captured. It reads the shipped
-  ``contextkit/formats/data/claude_code_prefix.json`` (once).
+  ``contextkit/formats/claude_code/data/claude_code_prefix.json`` (once).
 - Each entry is dated data, captured from the real CLI's requests to a local server
   (tests/test_claude_code_cli.py, ``scripts/claude_code_prefix.py`` regenerates an entry from a
   captured request): the system blocks (characters, tokens, cache mark, opening words), the tools
@@ -95,7 +95,9 @@ def claude_code_prefix(version: str) -> ClaudeCodePrefix | None:
 
 @cache
 def _recorded() -> dict[str, ClaudeCodePrefix]:
-    data = resources.files("contextkit.formats").joinpath("data", "claude_code_prefix.json")
+    data = resources.files("contextkit.formats.claude_code").joinpath(
+        "data", "claude_code_prefix.json"
+    )
     entries = json.loads(data.read_text(encoding="utf-8"))["versions"]
     return {e["version"]: ClaudeCodePrefix.model_validate(e) for e in entries}
 

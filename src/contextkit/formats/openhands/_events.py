@@ -1,11 +1,12 @@
 """OpenHands events -> messages and calls: the part shared by the OpenHands readers.
 
-Both the saved event streams (:mod:`contextkit.formats.openhands`) and the evaluation
-``output.jsonl`` lines (:mod:`contextkit.formats.openhands_eval`) hold the same serialized events;
-:class:`EventStream` turns them, in order, into the canonical messages and one :class:`Reply` per
-LLM response, the way OpenHands' ConversationMemory builds its prompts (see the
-:mod:`~contextkit.formats.openhands` docstring for the mapping), and :meth:`EventStream.session`
-makes the :class:`Session`. :func:`check_event` says why an event cannot be read (None when it can).
+Both the saved event streams (:mod:`contextkit.formats.openhands.trajectory`) and the
+evaluation ``output.jsonl`` lines (:mod:`contextkit.formats.openhands.evaluation`) hold the same
+serialized events; :class:`EventStream` turns them, in order, into the canonical messages and one
+:class:`Reply` per LLM response, the way OpenHands' ConversationMemory builds its prompts (see the
+:mod:`~contextkit.formats.openhands.trajectory` docstring for the mapping), and
+:meth:`EventStream.session` makes the :class:`Session`. :func:`check_event` says why an event
+cannot be read (None when it can).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from contextkit.formats._trajectory import (
     as_str,
     calls_from_messages,
     parse_time,
+    tool_from_openai,
     usage_from_litellm,
 )
-from contextkit.formats.openai_chat import parse_chat_messages
 from contextkit.messages import Message, TextBlock, Tool, ToolResultBlock, ToolUseBlock, token_count
 from contextkit.session import Session, Usage
+from contextkit.wire import parse_chat_messages
 
 # Agent actions that, without tool_call_metadata, can only come from the LLM's own output.
 _LLM_ACTIONS = frozenset(
@@ -250,20 +252,6 @@ def _text(value: object, fallback: object) -> str:
     return fallback if isinstance(fallback, str) else ""
 
 
-def tool_from_openai(raw: object) -> Tool | None:
-    """An OpenAI tool definition (``{"type": "function", "function": {...}}``) as a Tool."""
-    if not isinstance(raw, Mapping):
-        return None
-    function = raw.get("function")
-    body: Mapping[str, Any] = function if isinstance(function, Mapping) else raw
-    name = body.get("name")
-    if not isinstance(name, str):
-        return None
-    return Tool(
-        name=name, description=as_str(body.get("description")), input_schema=body.get("parameters")
-    )
-
-
 def _response_message(response: Mapping[str, Any]) -> Message | None:
     choices = response.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
@@ -319,6 +307,5 @@ __all__ = [
     "EventStream",
     "check_event",
     "is_event",
-    "tool_from_openai",
     "usage_from_token_usage",
 ]

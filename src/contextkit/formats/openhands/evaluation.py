@@ -7,7 +7,7 @@ events an OpenHands trajectory file holds), ``metrics`` (``accumulated_cost``,
 ``accumulated_token_usage``, ``token_usages`` per response), ``error`` and ``test_result``.
 
 Each line is one :class:`Session` (``session_id`` is the ``instance_id``); its events are read by
-:class:`~contextkit.formats._openhands_events.EventStream`, exactly as
+:class:`~contextkit.formats.openhands._events.EventStream`, exactly as
 :mod:`contextkit.formats.openhands` reads a trajectory file: one call per LLM response
 (``tool_call_metadata.model_response``; parallel tool calls of one response are one call), the
 request rebuilt from the events before it (``exact=False``), the system prompt and tools from the
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, iter_jsonl
-from contextkit.formats._openhands_events import EventStream, check_event, is_event
 from contextkit.formats._trajectory import as_mapping, as_str, peek
+from contextkit.formats.openhands._events import EventStream, check_event, is_event
 from contextkit.session import LoadedFile, Session
 
 NAME = "openhands-eval"

@@ -45,7 +45,6 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips, load_json
-from contextkit.formats._openhands_events import tool_from_openai, usage_from_token_usage
 from contextkit.formats._trajectory import (
     Reply,
     UserTurn,
@@ -53,7 +52,9 @@ from contextkit.formats._trajectory import (
     calls_from_messages,
     parse_time,
     peek,
+    tool_from_openai,
 )
+from contextkit.formats.openhands._events import usage_from_token_usage
 from contextkit.messages import (
     Block,
     Message,

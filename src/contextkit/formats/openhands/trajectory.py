@@ -34,8 +34,8 @@ from pathlib import Path
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
-from contextkit.formats._openhands_events import EventStream, check_event, is_event
 from contextkit.formats._trajectory import load_doc, peek
+from contextkit.formats.openhands._events import EventStream, check_event, is_event
 from contextkit.session import LoadedFile
 
 NAME = "openhands"

@@ -58,7 +58,6 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
-from contextkit.formats._openhands_events import tool_from_openai
 from contextkit.formats._trajectory import (
     JsonDoc,
     Reply,
@@ -70,6 +69,7 @@ from contextkit.formats._trajectory import (
     load_doc,
     parse_time,
     peek,
+    tool_from_openai,
     usage_from_litellm,
 )
 from contextkit.messages import Block, Message, TextBlock, Tool, ToolResultBlock, ToolUseBlock
