@@ -23,8 +23,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock
 from contextkit.pricing import ModelPrice, PriceTier, UnknownPriceWarning
 from contextkit.session import Call, Session, Usage
-from contextkit.testing import FixedCounter
-from contextkit.tokens import MemoCounter
+from contextkit.testing import FixedCounter, WordCounter, words
 
 PRICE = ModelPrice(
     model="test-model",
@@ -37,17 +36,6 @@ PRICE = ModelPrice(
 CFG = AnthropicCache(min_tokens=1024)
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
-
-
-class WordCounter(MemoCounter):
-    per_message = 0
-
-    def _count_text(self, text: str) -> int:
-        return len(text.split())
-
-
-def words(n: int, tag: str) -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
 
 
 def block(n: int, tag: str, mark: bool = False) -> TextBlock:

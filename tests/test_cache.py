@@ -32,24 +32,12 @@ from contextkit.messages import (
 )
 from contextkit.replay import place_marks
 from contextkit.session import Usage
-from contextkit.testing import FixedCounter
+from contextkit.testing import FixedCounter, WordCounter, words
 from contextkit.testing.strategies import valid_conversations
-from contextkit.tokens import MemoCounter
 
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
 ONE_HOUR: dict[str, Any] = {"type": "ephemeral", "ttl": "1h"}
 CFG = AnthropicCache(min_tokens=1024)
-
-
-class WordCounter(MemoCounter):
-    per_message = 0
-
-    def _count_text(self, text: str) -> int:
-        return len(text.split())
-
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
 
 
 def text(n: int, tag: str = "w", mark: dict[str, Any] | None = None) -> TextBlock:

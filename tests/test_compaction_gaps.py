@@ -11,7 +11,7 @@ from contextkit.accounting import NO_MISSES, price_session
 from contextkit.messages import Conversation, Message, TextBlock
 from contextkit.pricing import ModelPrice
 from contextkit.session import Call, Session, Usage
-from contextkit.tokens import MemoCounter
+from contextkit.testing import WordCounter
 
 PRICE = ModelPrice(
     model="claude-sonnet-4-5",
@@ -22,13 +22,6 @@ PRICE = ModelPrice(
     cache_read=0.3,
 )
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class WordCounter(MemoCounter):
-    per_message = 0
-
-    def _count_text(self, text: str) -> int:
-        return len(text.split())
 
 
 def text(n: int, tag: str) -> Message:

@@ -21,7 +21,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.pricing import ModelPrice
 from contextkit.session import Call, Session, Usage
-from contextkit.tokens import MemoCounter
+from contextkit.testing import WordCounter, words
 
 PRICE = ModelPrice(
     model="claude-sonnet-4-5",
@@ -33,17 +33,6 @@ PRICE = ModelPrice(
 )
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HIDDEN = 1_000
-
-
-class WordCounter(MemoCounter):
-    per_message = 0
-
-    def _count_text(self, text: str) -> int:
-        return len(text.split())
-
-
-def words(n: int, tag: str) -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
 
 
 def tool_session(sizes: list[int], billed_change: dict[int, int]) -> Session:

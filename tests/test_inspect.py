@@ -23,24 +23,13 @@ from contextkit.messages import (
 )
 from contextkit.pricing import ModelPrice
 from contextkit.session import Call, Session
-from contextkit.tokens import MemoCounter
+from contextkit.testing import WordCounter, words
 
 PRICE = ModelPrice(
     model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
 )
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 assert inspect_cli.inspect_command is not None  # imported for its registration on ``app``
-
-
-class WordCounter(MemoCounter):
-    per_message = 0
-
-    def _count_text(self, text: str) -> int:
-        return len(text.split())
-
-
-def words(n: int, tag: str) -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
 
 
 def test_split_user_text() -> None:

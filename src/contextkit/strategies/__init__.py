@@ -179,6 +179,9 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # The registry first, whatever the name: it completes the combinators' models with every leaf
+    # and gives every built-in ``>>`` (a leaf loaded alone would be neither).
+    importlib.import_module(f"{__name__}._registry")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # once: later lookups do not come here
     return value

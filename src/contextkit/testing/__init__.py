@@ -22,11 +22,12 @@ from contextkit.testing.builders import (
     tool_use,
     user,
 )
-from contextkit.testing.counter import FixedCounter
+from contextkit.testing.counter import FixedCounter, WordCounter, words
 from contextkit.testing.inject import inject_violation
 
 __all__ = [
     "FixedCounter",
+    "WordCounter",
     "assistant",
     "conversation",
     "inject_violation",
@@ -35,4 +36,5 @@ __all__ = [
     "tool_result",
     "tool_use",
     "user",
+    "words",
 ]

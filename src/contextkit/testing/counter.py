@@ -1,4 +1,4 @@
-"""A deterministic token counter for tests: exact, offline, and memoised like the real ones."""
+"""Deterministic token counters for tests: exact, offline, and memoised like the real ones."""
 
 from __future__ import annotations
 
@@ -28,4 +28,19 @@ class FixedCounter(MemoCounter):
         return math.ceil(len(text) / self.chars_per_token)
 
 
-__all__ = ["FixedCounter"]
+class WordCounter(MemoCounter):
+    """One token per whitespace-separated word, and no message overhead: a test's expected counts
+    are the words it wrote (:func:`words` writes ``n`` distinct ones)."""
+
+    per_message = 0
+
+    def _count_text(self, text: str) -> int:
+        return len(text.split())
+
+
+def words(n: int, tag: str = "w") -> str:
+    """``n`` distinct words (``w0 w1 ...``): ``n`` tokens to :class:`WordCounter`."""
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+__all__ = ["FixedCounter", "WordCounter", "words"]
