@@ -158,6 +158,47 @@ def test_corrupt_lines_are_named(tmp_path: Path) -> None:
     assert "function_call needs" in loaded.skipped[1].reason
 
 
+ROLLOUT_0141 = [
+    line("session_meta", {"id": "s2", "base_instructions": {"text": "You are Codex."}}),
+    line("turn_context", {"model": "gpt-5.5", "cwd": "/"}),
+    line("response_item", user("fix it")),
+    line("event_msg", {"type": "user_message", "message": "fix it", "images": []}),
+    line("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "e1"}),
+    line("response_item", said("looking")),
+    line("response_item", call("c1")),
+    line("response_item", call("c2")),
+    line("response_item", output("c1")),
+    line("response_item", output("c2")),
+    tokens(1000, 0, 1000, 0, 50),  # written after the tool outputs (Codex 0.141 and later)
+    line("response_item", call("c3")),
+    line("response_item", output("c3")),
+    tokens(2300, 900, 1300, 900, 70),
+    tokens(2300, 900, 1300, 900, 70),  # a repeat: not a new call
+    line("response_item", said("done")),
+    tokens(3700, 2100, 1400, 1200, 90),
+    line("event_msg", {"type": "user_message", "message": "and now?"}),
+    line("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "e2"}),
+    line("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+]
+
+
+def test_usage_written_after_the_tool_outputs_is_the_response_s(tmp_path: Path) -> None:
+    """Codex 0.141+ writes a response's token_count after the outputs of its tool calls: one call
+    per response (was two: the response without usage, then the usage without a response)."""
+    session = load(write(tmp_path, ROLLOUT_0141)).sessions[0]
+    assert len(session.calls) == 4
+    first, second, third, aborted = session.calls
+    assert first.usage == Usage(input_tokens=1000, output_tokens=50)
+    assert first.response is not None
+    assert [b.type for b in first.response.blocks] == ["thinking", "text", "tool_use", "tool_use"]
+    assert second.usage == Usage(input_tokens=400, cache_read=900, output_tokens=70)
+    assert third.usage == Usage(input_tokens=200, cache_read=1200, output_tokens=90)
+    assert third.stop_reason == "end_turn"
+    assert aborted.usage is None  # an interrupted turn: no usage event, said so
+    assert any("1 response(s) with no token_count" in n for n in session.notes)
+    assert not any("without a recorded response" in n for n in session.notes)
+
+
 def test_builder_matches_batch_mapping() -> None:
     items = [json.loads(raw)["payload"] for raw in ROLLOUT if '"response_item"' in raw][:-1]
     builder = ItemsBuilder()
@@ -193,6 +234,45 @@ def test_corpus_rollout_with_token_counts(corpus: Path) -> None:
             after.request.messages[: len(before.request.messages) - 1]
             == before.request.messages[:-1]
         )
+
+
+def _token_counts(path: Path) -> tuple[int, dict[str, int]]:
+    """The number of token_count events whose cumulative total changed, and the last total."""
+    changed, previous, last = 0, None, {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        payload = json.loads(raw).get("payload") or {}
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if isinstance(info, dict) and info.get("total_token_usage") is not None:
+            total = info["total_token_usage"]
+            changed += total != previous
+            previous = last = total
+    return changed, last
+
+
+@pytest.mark.corpus
+def test_every_corpus_rollout_bills_one_call_per_changed_total(corpus: Path) -> None:
+    """Every Codex rollout of the corpus, whatever its client version (0.1xx to 0.142): one billed
+    call per changed cumulative token_count, and the calls' usage adds up to the last total
+    (input with its cached part, cached, output with reasoning). Before, the 0.141+ rollouts gave
+    two calls a response (270 for 140 totals, 219 for 112) and only one of them the usage."""
+    checked = 0
+    for path in sorted(corpus.rglob("*.jsonl")):
+        if detect(path).name != "codex":
+            continue
+        changed, last = _token_counts(path)
+        if not changed:
+            continue
+        session = load(path).sessions[0]
+        usages = [c.usage for c in session.calls if c.usage is not None]
+        assert len(usages) == changed, path.name
+        assert sum(u.total_input for u in usages) == last["input_tokens"], path.name
+        assert sum(u.cache_read for u in usages) == last["cached_input_tokens"], path.name
+        assert sum(u.output_tokens for u in usages) == last["output_tokens"], path.name
+        unbilled = [c for c in session.calls if c.usage is None]
+        assert all(c.response is not None for c in unbilled), path.name  # responses, not events
+        assert len(unbilled) <= 2, path.name  # an interrupted turn, the file's cut-off end
+        checked += 1
+    assert checked >= 4  # codemie, localpush and the two agentv rollouts (0.141, 0.142)
 
 
 @pytest.mark.corpus

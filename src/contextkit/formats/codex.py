@@ -53,6 +53,16 @@ from contextkit.wire import (
 FORMAT = "codex"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _SKIPPED_ITEMS = ("ghost_snapshot",)  # kept by Codex for undo, never sent to the model
+_TOOL_OUTPUTS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "computer_call_output",
+        "tool_search_output",
+    }
+)
+"""Items that answer the model's own tool calls: they close its run, and its usage may follow."""
 
 
 class ItemsBuilder:
@@ -122,6 +132,10 @@ class _Rollout:
     notes: list[str] = field(default_factory=list)
     rebuilt_users: int = 0
     run_time: datetime | None = None
+    unbilled: int | None = None
+    """The last call, while it may still get its usage: its run was closed by the outputs of its
+    own tool calls, and nothing else came since. Codex 0.141 and later write a response's
+    ``token_count`` after those outputs (older versions before them)."""
 
     # -- history ----------------------------------------------------------------------------------
 
@@ -140,6 +154,7 @@ class _Rollout:
     def close_run(self, usage: Usage | None) -> None:
         if not self.outputs:
             return
+        self.unbilled = None if usage is not None else len(self.calls)
         system, messages = self.builder.snapshot()
         first_line = self.outputs[0][0]
         blocks = tuple(b for _, _, mapped in self.outputs for b in mapped)
@@ -206,6 +221,8 @@ def _on_item(state: _Rollout, item: dict[str, Any], line: int, when: datetime | 
         state.outputs.append((line, item, blocks))
         return
     state.close_run(None)
+    if kind not in _TOOL_OUTPUTS:
+        state.unbilled = None  # a new request has begun: a later token_count is not this call's
     if side == "user" and state.pending_user is not None:
         if _same_text(item, state.pending_user[1]):
             state.pending_user = None  # the event echoed this item (event first)
@@ -270,6 +287,12 @@ def _on_token_count(state: _Rollout, payload: Mapping[str, Any], line: int) -> N
     state.last_totals = totals
     if state.outputs:
         state.close_run(usage)
+        return
+    if state.unbilled is not None:
+        # The response's usage, written after the outputs of its tool calls (Codex 0.141+).
+        call = state.calls[state.unbilled]
+        state.calls[state.unbilled] = call.model_copy(update={"usage": usage})
+        state.unbilled = None
         return
     # Billed, but the output was not recorded (an aborted request, a compaction summary).
     system, messages = state.builder.snapshot()
@@ -452,6 +475,13 @@ def _session(state: _Rollout) -> Session:
         notes.append("system prompt from session_meta.base_instructions; tools are not recorded")
     if state.rebuilt_users:
         notes.append(f"{state.rebuilt_users} user message(s) rebuilt from user_message events")
+    unbilled = [c.line for c in state.calls if c.usage is None and c.response is not None]
+    if unbilled and len(unbilled) < len(state.calls):
+        where = ", ".join(f"line {line}" for line in unbilled[:5])
+        notes.append(
+            f"{len(unbilled)} response(s) with no token_count after them (a turn interrupted, or "
+            f"the file ends before it): kept without recorded usage ({where})"
+        )
     return Session(
         path=str(state.path),
         format=FORMAT,
