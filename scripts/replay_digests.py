@@ -23,25 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from contextkit.pricing import UnknownPriceWarning
-from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
-from contextkit.session import Session
+from contextkit.replay import Replay, replay, replay_as_recorded
 from contextkit.strategies import PRESETS, strategy_from_spec
+from contextkit.testing.corpus import labelled_sessions
 from contextkit.tokens import counter_for
 from contextkit.wire import dump_request_line
-
-
-def _sessions(root: Path) -> Iterator[tuple[str, Session]]:
-    from contextkit.formats import load  # noqa: PLC0415
-
-    for path in find_session_files([root]).files:
-        loaded = load(path, lenient=True)
-        name = str(path.relative_to(root))
-        for i, top in enumerate(loaded.sessions):
-            label = name if len(loaded.sessions) == 1 else f"{name}#{i}"
-            for sub in top.all_sessions():
-                if sub.calls:
-                    suffix = "" if sub is top else f"/{sub.session_id}"
-                    yield label + suffix, sub
 
 
 def _hash(parts: Iterator[str]) -> str:
@@ -74,7 +60,7 @@ def main() -> int:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ["CONTEXTKIT_CORPUS"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownPriceWarning)
-        for key, session in _sessions(root):
+        for key, session in labelled_sessions(root):
             counter = counter_for(session.model_info)
             print(f"{key} as-recorded {digest(replay_as_recorded(session, counter=counter))}")
             for name in PRESETS:

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.cli.validate import CallViolation, check_file, group_findings
-from contextkit.formats import load
+from contextkit.formats import CallViolation, check_file, group_findings, load
 from contextkit.messages import repair, rules_for, validate
 from corpus_paths import PENDING_READERS, corpus_files, readable_corpus_files
 

@@ -26,8 +26,9 @@ from contextkit.strategies import (
     ToolResultsOver,
     When,
 )
+from contextkit.testing.corpus import labelled_sessions
 from contextkit.tokens import ApproxCounter
-from test_corpus_strategies import _problems, _sessions
+from test_corpus_strategies import _problems
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -59,7 +60,7 @@ def replayed(corpus: Path) -> list[Acted]:
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownPriceWarning)
-        for key, session in _sessions(corpus):
+        for key, session in labelled_sessions(corpus):
             if len(session.calls) <= MIN_CALLS:
                 continue
             counter = ApproxCounter()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,13 @@ import pytest
 
 from contextkit.accounting import default_cache, price_session
 from contextkit.cache import AnthropicCache
-from contextkit.formats import load
 from contextkit.messages import Conversation, Message, validate
 from contextkit.models import resolve_model
 from contextkit.pricing import UnknownPriceWarning, lookup_price
-from contextkit.replay import Replay, find_session_files, replay, replay_as_recorded
+from contextkit.replay import Replay, replay, replay_as_recorded
 from contextkit.session import Session
 from contextkit.strategies import PRESETS, is_summary_block, strategy_from_spec
+from contextkit.testing.corpus import labelled_sessions
 from contextkit.tokens import TokenCounter, counter_for
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -68,20 +68,6 @@ class Digest:
     """The recorded usage summed over the calls (None: a call has no usage)."""
     bill: float | None
     """The recorded usage priced call by call, the harness's compaction calls included."""
-
-
-def _sessions(root: Path) -> Iterator[tuple[str, Session]]:
-    """Every session with calls, subagents included, named ``file[#index][/subagent id]``; one
-    file is loaded at a time."""
-    for path in find_session_files([root]).files:
-        loaded = load(path, lenient=True)  # a broken record is skipped (and reported), not fatal
-        name = str(path.relative_to(root))
-        for i, top in enumerate(loaded.sessions):
-            label = name if len(loaded.sessions) == 1 else f"{name}#{i}"
-            for sub in top.all_sessions():
-                if sub.calls:
-                    suffix = "" if sub is top else f"/{sub.session_id}"
-                    yield label + suffix, sub
 
 
 def _usage_sums(session: Session) -> dict[str, int] | None:
@@ -140,7 +126,7 @@ def replayed(corpus: Path) -> list[Digest]:
         # Models without a known price ("<no model>", very new ones) cost "unknown": that is
         # reported in the table, not a failure of the strategies.
         warnings.simplefilter("ignore", UnknownPriceWarning)
-        for key, session in _sessions(corpus):
+        for key, session in labelled_sessions(corpus):
             out.append(_digest(key, session))
     assert out, "the corpus holds no session with model calls"
     return out

@@ -14,8 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from contextkit.cli import app
-from contextkit.cli.validate import check_file
-from contextkit.formats import default_locations, discover
+from contextkit.formats import check_file, default_locations, discover
 from test_format_hermes import _database as hermes_database
 
 runner = CliRunner()

@@ -363,12 +363,14 @@ def test_checkpoint_is_loadable_while_it_is_being_written(tmp_path: Path) -> Non
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        # Write until the reader has loaded the file a good number of times while it grew (on
-        # a loaded machine the reader may get few turns in a fixed number of rounds).
+        # Write until the reader has loaded the file a good number of times while it grew. On a
+        # loaded machine the reader thread may get few turns of the interpreter in a fixed number
+        # of rounds (3 reads in 3,000 rounds was seen): each round hands it the interpreter.
         i = 0
         while i < 150 or (len(seen) + len(errors) <= 10 and i < 3000):
             _round(engine, i, result=f"result {i}\n" * 50)
             i += 1
+            time.sleep(0.0005)
     finally:
         done.set()
         thread.join()

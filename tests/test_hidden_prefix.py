@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contextkit.accounting import price_session
 from contextkit.formats import load
-from contextkit.formats.claude_code.prefix import claude_code_prefix
+from contextkit.formats.claude_code.prefix import captured_prefix, claude_code_prefix
 from contextkit.messages import Conversation
 from contextkit.session import Call, Session
 from contextkit.testing import assistant, user
@@ -24,6 +24,7 @@ def _no_usage(version: str | None, *, parent: str | None = None) -> Session:
         calls=(call,),
         prefix_known=False,
         client_version=version,
+        captured_prefix=captured_prefix(version, subagent=parent is not None),
         parent_session_id=parent,
     )
 
@@ -60,3 +61,23 @@ def test_the_reader_keeps_the_client_version(corpus: Path) -> None:
     assert top.client_version == "2.0.76"
     spotter = load(corpus / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").sessions[0]
     assert {s.client_version for s in spotter.all_sessions()} == {"2.1.39"}
+    # 2.0.76 and 2.1.39 were never captured: the reader puts no prefix on them
+    assert top.captured_prefix is None
+    assert all(s.captured_prefix is None for s in spotter.all_sessions())
+
+
+def test_the_reader_puts_the_capture_of_its_version_on_main_and_subagent_sessions(
+    tmp_path: Path,
+) -> None:
+    """Where the capture exists, the reader puts it on the session (the main conversation's set,
+    or a subagent's own), so the accountant learns it without reading formats."""
+    from contextkit.testing.transcripts import write_claude_code_transcript  # noqa: PLC0415
+
+    path = write_claude_code_transcript(tmp_path / "t.jsonl", 3)
+    text = path.read_text(encoding="utf-8").replace('"version": "2.1.38"', '"version": "2.1.197"')
+    path.write_text(text, encoding="utf-8")
+    (session,) = load(path).sessions
+    assert session.client_version == "2.1.197"
+    assert session.captured_prefix == captured_prefix("2.1.197", subagent=False)
+    assert session.captured_prefix is not None
+    assert "main requests" in session.captured_prefix.source

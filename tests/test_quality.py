@@ -56,6 +56,7 @@ def _lint_imports(src: Path, config: Path) -> subprocess.CompletedProcess[str]:
 
 LAYERS = "one package per layer: a lower layer never imports a higher one"
 NO_CIRCLES = "no import circle between the modules of a package"
+NO_FILES = "the library's core reads no file format: what a file omits comes on the Session"
 
 
 def test_layers_and_no_circles() -> None:
@@ -66,6 +67,7 @@ def test_layers_and_no_circles() -> None:
     out = " ".join(result.stdout.split())
     assert f"{LAYERS} KEPT" in out
     assert f"{NO_CIRCLES} KEPT" in out
+    assert f"{NO_FILES} KEPT" in out
 
 
 @pytest.mark.parametrize(
@@ -79,6 +81,9 @@ def test_layers_and_no_circles() -> None:
         ("wire/anthropic.py", "import contextkit.formats", LAYERS),
         # a wire codec counting tokens (tokens sit above the wire layer)
         ("wire/openai_chat.py", "import contextkit.tokens", LAYERS),
+        # the accountant learning from a reader what a file omits (the reader puts it on the
+        # Session)
+        ("accounting/_hidden.py", "import contextkit.formats.claude_code", NO_FILES),
         # two modules of one package importing each other
         ("tokens/_text.py", "import contextkit.tokens._memo", NO_CIRCLES),
     ],

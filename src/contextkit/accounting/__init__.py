@@ -1,6 +1,8 @@
 """The accountant: per-call ledgers priced as providers bill (cache writes, reads, TTLs), the same
-figures from recorded usage, and a session's breakdown (:func:`inspect_session`). Plots are in
-:mod:`contextkit.accounting.plots` (matplotlib, loaded on use).
+figures from recorded usage, and a session's breakdown (:func:`inspect_session`). What a file
+omits of what the harness sent (hidden prefix, content after compactions, mid-session steps,
+resumes) is measured in one place, :func:`measure_omitted`, as one value that pricing consumes.
+Plots are in :mod:`contextkit.accounting.plots` (matplotlib, loaded on use).
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ from contextkit.accounting._misses import (
     session_miss_model,
     shipped_miss_model,
 )
+from contextkit.accounting._omitted import (
+    Omitted,
+    OmittedContent,
+    measure_omitted,
+    omitted_content,
+)
 
 __all__ = [
     "CAUSES",
@@ -69,6 +77,8 @@ __all__ = [
     "ContentGap",
     "Ledger",
     "MissModel",
+    "Omitted",
+    "OmittedContent",
     "OutputSource",
     "RouteLoss",
     "SessionReport",
@@ -86,6 +96,8 @@ __all__ = [
     "inspect_session",
     "ledger_totals",
     "load_miss_model",
+    "measure_omitted",
+    "omitted_content",
     "price_session",
     "report_json",
     "rescaled_gap",

@@ -2,10 +2,10 @@
 
 Claude Code transcripts hold neither the system prompt nor the tool definitions. Where the file
 has recorded usage, call 1's billed input measures them (:func:`hidden_prefix`); where it has
-none, the capture of the same client version
-(:mod:`contextkit.formats.claude_code.prefix`, what the real CLI sent to a local server) is the
-next best: its system blocks and tools, as counted by the capture's tiktoken encoding and scaled
-by the session counter's calibration factor. A subagent's requests carry their own, smaller set.
+none, the capture of the same client version (``Session.captured_prefix``, which the Claude
+Code reader sets from what the real CLI sent to a local server) is the next best: its system
+blocks and tools, as counted by the capture's tiktoken encoding and scaled by the session
+counter's calibration factor. A subagent's requests carry their own, smaller set.
 Versions never captured give None (the size stays unknown, and the ledger says so).
 """
 
@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextkit.cache import TTL_1H_S, TTL_5M_S, PrefixPart, strip_prior_thinking
-from contextkit.formats.claude_code.prefix import claude_code_prefix
 from contextkit.session import Session, Usage
 from contextkit.tokens import CalibratedCounter, TokenCounter
 
@@ -29,20 +28,14 @@ class MeasuredPrefix:
 
 
 def measured_prefix(session: Session, counter: TokenCounter) -> MeasuredPrefix | None:
-    """The captured prefix of ``session``'s client version, in ``counter``'s tokens, or None."""
-    if session.format != "claude-code" or session.client_version is None:
-        return None
-    capture = claude_code_prefix(session.client_version)
+    """The captured prefix the reader put on ``session`` (``Session.captured_prefix``, for its
+    client version), in ``counter``'s tokens, or None."""
+    capture = session.captured_prefix
     if capture is None:
         return None
-    sub = session.parent_session_id is not None and capture.subagent is not None
-    kind = capture.subagent if sub and capture.subagent is not None else capture.main
     scale = counter.params.factor if isinstance(counter, CalibratedCounter) else 1.0
-    tokens = round((kind.system_tokens + kind.tool_tokens) * scale)
-    one_hour = any((b.cache_control or "").endswith("1h") for b in kind.system)
-    what = "subagent" if sub else "main"
-    source = f"Claude Code {capture.version} {what} requests, captured {capture.seen.isoformat()}"
-    return MeasuredPrefix(tokens, TTL_1H_S if one_hour else TTL_5M_S, source)
+    tokens = round((capture.system_tokens + capture.tool_tokens) * scale)
+    return MeasuredPrefix(tokens, TTL_1H_S if capture.one_hour else TTL_5M_S, capture.source)
 
 
 def hidden_prefix(

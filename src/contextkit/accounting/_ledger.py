@@ -31,26 +31,15 @@ import numpy as np
 import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
-from contextkit.accounting._content_gaps import (
-    content_gaps,
-    describe_content_gaps,
-    with_content_gaps,
-)
 from contextkit.accounting._doctor import diagnose_cache
-from contextkit.accounting._gaps import (
-    compaction_gaps,
-    filled_summaries,
-    resized_prefix,
-    resumed_prefix,
-    with_gaps,
-)
-from contextkit.accounting._hidden import hidden_prefix, recorded_ttl
+from contextkit.accounting._hidden import recorded_ttl
 from contextkit.accounting._misses import (
     MissModel,
     apply_misses,
     session_miss_model,
     shipped_miss_model,
 )
+from contextkit.accounting._omitted import Omitted, measure_omitted
 from contextkit.cache import (
     AnthropicCache,
     CacheConfig,
@@ -260,20 +249,18 @@ def price_session(
         counted = output == "counted" or recorded is None  # see _outputs
         responses = (c.response for c in session.calls) if counted else ()
         counter.prime(sent, responses)
-    notes: list[str] = []
-    prefix = hidden_prefix(session, counter, recorded, notes) if infer_prefix else ()
-    resized: dict[int, tuple[PrefixPart, ...]] = {}
     config = cache or default_cache(session, recorded)
+    omitted = measure_omitted(session, counter, config, recorded) if infer_prefix else Omitted()
     if infer_prefix:
-        sent, resized = _hidden_content(
-            session, sent, requests, counter, config, recorded, prefix, notes
-        )
+        sent = omitted.content.recorded if requests is None else omitted.fill(sent, counter)
+    notes = list(omitted.notes)
+    prefix = omitted.prefix
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
     cached = []
     for index, (c, request) in enumerate(zip(session.calls, sent, strict=True)):
-        if index in resized:
-            sim.resize_prefix(resized[index])
+        if index in omitted.resized:
+            sim.resize_prefix(omitted.resized[index])
         cached.append(sim.step(request, c.timestamp, c.cache_reset))
     if misses is None:  # shipped, with what the session's own usage shows in its place
         fitted = shipped_miss_model()
@@ -470,47 +457,6 @@ def _outputs(
     if recorded is not None:
         return [u.output_tokens for u in recorded]
     return [counter.count_message(c.response) if c.response else 0 for c in calls]
-
-
-def _hidden_content(
-    session: Session,
-    sent: Sequence[Conversation],
-    views: Sequence[Conversation] | None,
-    counter: TokenCounter,
-    config: CacheConfig,
-    recorded: Sequence[Usage] | None,
-    prefix: Sequence[PrefixPart],
-    notes: list[str],
-) -> tuple[Sequence[Conversation], dict[int, tuple[PrefixPart, ...]]]:
-    """``sent`` with what the harness sent after compactions and mid-session but the file omits
-    (``_gaps``, ``_content_gaps``), and the hidden prefix measured again after each resume."""
-    hidden = sum(p.tokens for p in prefix)
-    gaps = compaction_gaps(session, counter, recorded, hidden)
-    if gaps:
-        sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
-        notes.append(
-            f"content after a compaction not in the file (restored files, todos): {sizes}, "
-            "inferred from the recorded usage of the first call after it"
-        )
-    filled = filled_summaries(gaps, counter)  # counted once, for the views and the recording
-    sent = with_gaps(sent, gaps, counter, filled=filled)
-    if views is None:
-        as_recorded = sent
-    else:
-        as_recorded = with_gaps([c.request for c in session.calls], gaps, counter, filled=filled)
-    steps = content_gaps(session, as_recorded, counter, config, recorded, hidden)
-    if steps:
-        notes.append(describe_content_gaps(steps))
-        sent = with_content_gaps(sent, steps)
-        as_recorded = sent if views is None else with_content_gaps(as_recorded, steps)
-    changes = resumed_prefix(session, counter, recorded, as_recorded, hidden)
-    if not changes:
-        return sent, {}
-    sizes = ", ".join(f"{d:+,} tokens at call {i}" for i, d in changes.items())
-    notes.append(
-        f"hidden system prompt built anew on resume: {sizes}, measured from those calls' usage"
-    )
-    return sent, {i: resized_prefix(prefix, d) for i, d in changes.items()}
 
 
 def _marks_breakpoints(request: Conversation) -> bool:

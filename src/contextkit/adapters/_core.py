@@ -4,7 +4,7 @@ Contract: :class:`Compactor` holds a strategy and the per-call facts (counter, b
 model). ``chat(messages)`` takes OpenAI Chat Completions message dicts (the form Hermes and
 LangChain's converters use), ``items(items)`` OpenAI Responses items (the Agents SDK's form);
 each returns the compacted history in the same form, and the input list itself when the strategy
-changed nothing. Conversion is :mod:`contextkit.formats` (lossless: what the strategy kept is
+changed nothing. Conversion is :mod:`contextkit.wire` (lossless: what the strategy kept is
 written back as it came). Every receipt is kept in ``receipts``, in order.
 
 A compactor is stateless between calls apart from its receipts: each call shapes the history it

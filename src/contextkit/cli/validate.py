@@ -42,34 +42,13 @@ breaks a rule; 2 some file cannot be read, or the paths named hold no session fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
 from contextkit.cli._app import FormatOption, app, console_error, print_json
 from contextkit.cli._paths import select_paths
 from contextkit.errors import ContextkitError
-
-if TYPE_CHECKING:
-    from contextkit.cli._validation import (
-        CallViolation,
-        FileReport,
-        Finding,
-        check_file,
-        exit_code,
-        group_findings,
-    )
-
-_LAZY = ("CallViolation", "FileReport", "Finding", "check_file", "exit_code", "group_findings")
-
-
-def __getattr__(name: str) -> Any:
-    """The report models and checks, loaded on first use (they import the library)."""
-    if name in _LAZY:
-        from contextkit.cli import _validation  # noqa: PLC0415  (loads the library)
-
-        return getattr(_validation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @app.command("validate")
@@ -99,12 +78,8 @@ def validate_command(
 ) -> None:
     """Check every model call's request against the provider's rules (tool pairing, roles,
     empty content, thinking signatures)."""
-    from contextkit.cli._validation import (  # noqa: PLC0415  (loads the library)
-        check_file,
-        exit_code,
-        print_report,
-        print_summary,
-    )
+    from contextkit.cli._validation import print_report, print_summary  # noqa: PLC0415
+    from contextkit.formats import check_file, exit_code  # noqa: PLC0415  (loads the library)
     from contextkit.messages import rules_for  # noqa: PLC0415
 
     try:
@@ -126,12 +101,4 @@ def validate_command(
     raise typer.Exit(exit_code(reports))
 
 
-__all__ = [
-    "CallViolation",
-    "FileReport",
-    "Finding",
-    "check_file",
-    "exit_code",
-    "group_findings",
-    "validate_command",
-]
+__all__ = ["validate_command"]

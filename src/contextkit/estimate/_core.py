@@ -38,12 +38,10 @@ import numpy as np
 from contextkit.accounting import (
     Ledger,
     apply_misses,
-    compaction_gaps,
-    content_gaps,
     default_cache,
+    omitted_content,
     rescaled_gap,
     resized_prefix,
-    resumed_prefix,
     session_miss_model,
     shipped_miss_model,
     with_content_gaps,
@@ -243,13 +241,11 @@ def _setup(session: Session, change: Change) -> _Setup:
     base_counter = counter_for(session.model_info)
     recorded = _recorded(session.calls)
     hidden, warm, read = _hidden(session, base_counter, recorded)
-    gaps = compaction_gaps(session, base_counter, recorded, hidden)
-    as_recorded = with_gaps([c.request for c in session.calls], gaps, base_counter)
     config = default_cache(session, recorded)
-    steps = content_gaps(session, as_recorded, base_counter, config, recorded, hidden)
-    as_recorded = with_content_gaps(as_recorded, steps)
-    requests = tuple(as_recorded)
-    resumes = resumed_prefix(session, base_counter, recorded, as_recorded, hidden)
+    content = omitted_content(session, base_counter, config, recorded, hidden)
+    gaps, steps = content.gaps, content.steps
+    requests = content.recorded
+    resumes = dict(content.resumes)
     model = resolve_model(change.model) if change.model else session.model_info
     counter = counter_for(model) if change.model else base_counter
     out_ratio = 1.0

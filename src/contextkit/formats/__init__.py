@@ -26,6 +26,14 @@ from pathlib import Path
 from typing import Protocol
 
 from contextkit.errors import ContextkitError, FormatError, MixedFormatError, UnknownFormatError
+from contextkit.formats._check import (
+    CallViolation,
+    FileReport,
+    Finding,
+    check_file,
+    exit_code,
+    group_findings,
+)
 from contextkit.formats._io import json_damage, read_head
 from contextkit.formats._locations import Discovered, Location, candidates, default_locations
 from contextkit.formats._mixed import checked_read, head_vote
@@ -160,14 +168,20 @@ def discover(
 
 
 __all__ = [
+    "CallViolation",
     "Discovered",
+    "FileReport",
+    "Finding",
     "FormatReader",
     "Location",
     "MixedFormatError",
+    "check_file",
     "default_locations",
     "detect",
     "discover",
+    "exit_code",
     "format_names",
+    "group_findings",
     "load",
     "load_many",
     "look_in",

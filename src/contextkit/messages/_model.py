@@ -12,7 +12,7 @@ Contract:
   ``to_payload(parse_x(payload)) == payload`` for every well-formed payload.
 
 The canonical shape is the Anthropic Messages request: ``system`` apart from ``messages``, tool
-results in the user role. Other wire formats convert to and from it (``contextkit.formats``).
+results in the user role. Other wire formats convert to and from it (``contextkit.wire``).
 """
 
 from __future__ import annotations

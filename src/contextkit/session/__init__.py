@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from contextkit.session._model import (
     Call,
+    CapturedPrefix,
     LoadedFile,
     Record,
     Session,
@@ -16,6 +17,7 @@ from contextkit.session._model import (
 
 __all__ = [
     "Call",
+    "CapturedPrefix",
     "LoadedFile",
     "Record",
     "Session",

@@ -70,6 +70,22 @@ class SkippedRecord(Record):
     reason: str
 
 
+class CapturedPrefix(Record):
+    """What a harness sends on every request that its files never hold (its system prompt and tool
+    definitions), as captured from the real client of the file's version: the reader that knows
+    the harness puts it on the :class:`Session`, and the accountant uses it where the file has no
+    usage to measure it with."""
+
+    system_tokens: int
+    tool_tokens: int
+    """Tokens of the system blocks and of the tools, by the capture's counter (a tiktoken
+    encoding: the accountant scales them by the session counter's calibration)."""
+    one_hour: bool = False
+    """The system blocks carry 1-hour cache marks."""
+    source: str
+    """What was captured, and when (``Claude Code 2.1.197 main requests, captured 2026-11-20``)."""
+
+
 class Session(Record):
     path: str
     format: str
@@ -91,6 +107,9 @@ class Session(Record):
     client_version: str | None = None
     """The version of the harness that wrote the file, where it says (Claude Code's ``version``
     of most records: ``2.1.197``)."""
+    captured_prefix: CapturedPrefix | None = None
+    """The capture of what this client version sends beside the file's messages (system prompt,
+    tools), where one exists for it (:class:`CapturedPrefix`)."""
     context_window: int | None = None
     """The window the harness ran the model with, where the file or its harness says (Claude Code:
     200k unless its model id names another); None: the model's own (``ModelInfo``)."""
@@ -149,4 +168,4 @@ class LoadedFile(Record):
         return sum(len(s.calls) for s in self.sessions)
 
 
-__all__ = ["Call", "LoadedFile", "Record", "Session", "SkippedRecord", "Usage"]
+__all__ = ["Call", "CapturedPrefix", "LoadedFile", "Record", "Session", "SkippedRecord", "Usage"]

@@ -60,6 +60,7 @@ from contextkit.formats.claude_code._calls import (
 )
 from contextkit.formats.claude_code._outputs import count_placeholder_outputs
 from contextkit.formats.claude_code._records import ParsedFile, Rec, parse_file
+from contextkit.formats.claude_code.prefix import captured_prefix
 from contextkit.messages import Message, TextBlock, extends
 from contextkit.session import Call, LoadedFile, Session, SkippedRecord
 
@@ -201,6 +202,7 @@ def _session(
             f"{len(broken)} record(s) name a parentUuid the file does not hold (first at line "
             f"{broken[0].line}): requests after them lack the history before that point"
         )
+    version = _client_version(ordered)
     return Session(
         path=str(path),
         format=FORMAT,
@@ -213,7 +215,8 @@ def _session(
         prefix_known=False,
         compactions=tuple(built.compactions),
         resumes=resumed,
-        client_version=_client_version(ordered),
+        client_version=version,
+        captured_prefix=captured_prefix(version, subagent=parent_session_id is not None),
         set_aside=dict(sorted(set_aside.items())),
         notes=(PREFIX_NOTE, *notes, *extra, *built.notes, *([counted] if counted else [])),
     )

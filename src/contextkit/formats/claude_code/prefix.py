@@ -16,7 +16,8 @@ Contract:
   last system block names the working folder, the platform and today's date, and the first is a
   billing header whose ``cc_version`` suffix changes with the prompt.
 
-The accountant uses an entry for a session of that version without recorded usage
+The reader puts the entry of a session's version on the session (:func:`captured_prefix`,
+``Session.captured_prefix``); the accountant uses it for a session without recorded usage
 (:mod:`contextkit.accounting._hidden`); with usage, call 1's billed input measures the prefix as
 sent that day, and the ledger's note gives the captured size beside it.
 """
@@ -30,7 +31,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from contextkit.session import Record
+from contextkit.session import CapturedPrefix, Record
 
 _RELEASE = re.compile(r"^\s*(\d+\.\d+\.\d+)")
 
@@ -93,6 +94,25 @@ def claude_code_prefix(version: str) -> ClaudeCodePrefix | None:
     return _recorded().get(release(version))
 
 
+def captured_prefix(version: str | None, *, subagent: bool) -> CapturedPrefix | None:
+    """What the reader puts on a session of ``version`` (``subagent``: a subagent's requests,
+    which carry their own, smaller set where it was captured): the captured system prompt and
+    tools, or None when the version was never captured."""
+    capture = claude_code_prefix(version) if version is not None else None
+    if capture is None:
+        return None
+    sub = subagent and capture.subagent is not None
+    kind = capture.subagent if sub and capture.subagent is not None else capture.main
+    what = "subagent" if sub else "main"
+    seen = capture.seen.isoformat()
+    return CapturedPrefix(
+        system_tokens=kind.system_tokens,
+        tool_tokens=kind.tool_tokens,
+        one_hour=any((b.cache_control or "").endswith("1h") for b in kind.system),
+        source=f"Claude Code {capture.version} {what} requests, captured {seen}",
+    )
+
+
 @cache
 def _recorded() -> dict[str, ClaudeCodePrefix]:
     data = resources.files("contextkit.formats.claude_code").joinpath(
@@ -106,6 +126,7 @@ __all__ = [
     "ClaudeCodePrefix",
     "RequestPrefix",
     "SystemBlock",
+    "captured_prefix",
     "claude_code_prefix",
     "release",
 ]
