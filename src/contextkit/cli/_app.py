@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
@@ -175,3 +176,26 @@ FormatOption = Annotated[
     ),
 ]
 """The ``--format NAME`` option of every command that reads session files."""
+
+PathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Session files or folders (none: every harness's default locations).",
+        show_default=False,
+    ),
+]
+"""The session files or folders of every command that reads recordings."""
+AllOption = Annotated[bool, typer.Option("--all", help="Also every harness's default locations.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+LenientOption = Annotated[
+    bool, typer.Option("--lenient", help="Skip bad records (each one is listed).")
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Model for calls whose recording names none (to count and price); named models stay.",
+        show_default=False,
+    ),
+]
+"""``--model`` means one thing in every command: the model of calls whose recording names none."""

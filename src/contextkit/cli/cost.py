@@ -33,20 +33,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from contextkit.cli import _tables as t
-from contextkit.cli._app import STRATEGY_HELP, FormatOption, app, console, console_error, print_json
+from contextkit.cli._app import (
+    STRATEGY_HELP,
+    AllOption,
+    FormatOption,
+    JsonOption,
+    LenientOption,
+    ModelOption,
+    app,
+    console,
+    console_error,
+    print_json,
+)
 from contextkit.cli._paths import select_paths
 from contextkit.cli._tables import WideOption
-from contextkit.cli.fleet import (
-    EngineOption,
-    FleetJobsOption,
-    FleetRun,
-    OutOption,
-    PerCallOption,
-    QuietOption,
-    ResumeOption,
-    check_fleet_options,
-    run_fleet_command,
-)
+from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
 from contextkit.errors import ConfigError, ContextkitError
 
 if TYPE_CHECKING:
@@ -75,7 +76,42 @@ def _cache(value: str | None) -> CacheMode | None:
     raise ConfigError(f"--cache must be off, 5m or 1h (got {value!r})")
 
 
+ProfileOption = Annotated[Path | None, typer.Option("--profile", help="Workload profile TOML.")]
+FitOption = Annotated[bool, typer.Option("--fit", help="Fit a profile to PATHs (needs -o).")]
+OutputOption = Annotated[Path | None, typer.Option("-o", "--output", help="Where --fit writes.")]
+TicketsOption = Annotated[int | None, typer.Option("--tickets", min=1, help="Monte Carlo tickets.")]
+SeedOption = Annotated[int | None, typer.Option("--seed", min=0, help="Monte Carlo seed.")]
+WhatIfModelOption = Annotated[
+    str | None, typer.Option("--what-if-model", help="What if: another model.", show_default=False)
+]
+AddToolsOption = Annotated[
+    int | None, typer.Option("--add-tools", min=1, help="What if: N more tools.")
+]
+AddToolsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--add-tools-file",
+        help="What if: these tool schemas (a JSON list of Anthropic or OpenAI tools).",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+ToolTokensOption = Annotated[
+    int | None,
+    typer.Option("--tool-tokens", min=1, help="Size of each --add-tools schema (tokens)."),
+]
+SystemTokensOption = Annotated[
+    str | None, typer.Option("--system-tokens", help="What if: system prompt +N tokens.")
+]
+CacheOption = Annotated[str | None, typer.Option("--cache", help="What if: off, 5m or 1h.")]
+StrategyOption = Annotated[
+    str | None, typer.Option("--strategy", help="What if: replay under this. " + STRATEGY_HELP)
+]
+PlotOption = Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")]
+
+
 @app.command("cost")
+@with_fleet_options
 def cost_command(
     paths: Annotated[
         list[Path] | None,
@@ -85,127 +121,105 @@ def cost_command(
             show_default=False,
         ),
     ] = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="Also every harness's default locations.")
-    ] = False,
-    profile: Annotated[
-        Path | None, typer.Option("--profile", help="Workload profile TOML.")
-    ] = None,
-    fit: Annotated[bool, typer.Option("--fit", help="Fit a profile to PATHs (needs -o).")] = False,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Where --fit writes.")
-    ] = None,
-    tickets: Annotated[
-        int | None, typer.Option("--tickets", min=1, help="Monte Carlo tickets.")
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Monte Carlo seed.")] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="Model for calls whose recording names none (to count and price).",
-            show_default=False,
-        ),
-    ] = None,
-    what_if_model: Annotated[
-        str | None,
-        typer.Option("--what-if-model", help="What if: another model.", show_default=False),
-    ] = None,
-    add_tools: Annotated[
-        int | None, typer.Option("--add-tools", min=1, help="What if: N more tools.")
-    ] = None,
-    add_tools_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--add-tools-file",
-            help="What if: these tool schemas (a JSON list of Anthropic or OpenAI tools).",
-            exists=True,
-            dir_okay=False,
-        ),
-    ] = None,
-    tool_tokens: Annotated[
-        int | None,
-        typer.Option("--tool-tokens", min=1, help="Size of each --add-tools schema (tokens)."),
-    ] = None,
-    system_tokens: Annotated[
-        str | None, typer.Option("--system-tokens", help="What if: system prompt +N tokens.")
-    ] = None,
-    cache: Annotated[str | None, typer.Option("--cache", help="What if: off, 5m or 1h.")] = None,
-    strategy: Annotated[
-        str | None,
-        typer.Option("--strategy", help="What if: replay under this. " + STRATEGY_HELP),
-    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG here.")] = None,
-    lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
+    every: AllOption = False,
+    profile: ProfileOption = None,
+    fit: FitOption = False,
+    output: OutputOption = None,
+    tickets: TicketsOption = None,
+    seed: SeedOption = None,
+    model: ModelOption = None,
+    what_if_model: WhatIfModelOption = None,
+    add_tools: AddToolsOption = None,
+    add_tools_file: AddToolsFileOption = None,
+    tool_tokens: ToolTokensOption = None,
+    system_tokens: SystemTokensOption = None,
+    cache: CacheOption = None,
+    strategy: StrategyOption = None,
+    json_out: JsonOption = False,
+    plot: PlotOption = None,
+    lenient: LenientOption = False,
     format_name: FormatOption = None,
     wide: WideOption = False,
-    out: OutOption = None,
-    per_call: PerCallOption = False,
-    resume: ResumeOption = False,
-    engine: EngineOption = "process",
-    jobs: FleetJobsOption = None,
-    quiet: QuietOption = False,
+    *,
+    fleet: FleetOptions,
 ) -> None:
     """Cost per ticket, its distribution and breakdown, and what-ifs against it."""
-    check_fleet_options(out, per_call, resume, engine)
-    if out is not None:
-        others = (
-            profile,
-            what_if_model,
-            add_tools,
-            add_tools_file,
-            tool_tokens,
-            system_tokens,
-            cache,
-            plot,
-        )
-        if fit or any(v is not None for v in others):
+    run = fleet.run(json_out)
+    if run is not None:
+        what_ifs = (profile, what_if_model, add_tools, add_tools_file, tool_tokens, system_tokens)
+        if fit or any(v is not None for v in (*what_ifs, cache, plot)):
             raise typer.BadParameter("--out prices recordings as recorded, or under --strategy")
+        specs = (AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy)
+        options = {"per_call": fleet.per_call, "model": model, "lenient": lenient}
         run_fleet_command(
-            paths,
-            every,
-            FleetRun(out, engine, jobs, resume, quiet, json_out),
-            command="cost",
-            specs=(AS_RECORDED,) if strategy is None else (AS_RECORDED, strategy),
-            per_call=per_call,
-            model=model,
-            lenient=lenient,
-            format=format_name,
+            paths, every, run, command="cost", specs=specs, format=format_name, **options
         )
         return
-    from contextkit.estimate import WhatIfs, plot_report  # noqa: PLC0415  (loads in the command)
-
     try:
-        what = WhatIfs(
-            add_tools=add_tools,
-            add_tools_file=add_tools_file,
-            tool_tokens=tool_tokens,
-            system_tokens=_signed(system_tokens),
-            cache=_cache(cache),
-            strategy=strategy,
-            model=what_if_model,
-        )
-        named = list(paths or [])
-        if profile is None and not fit and (every or not named):
-            named += select_paths(None, every=True).files  # discovery only: named read below
-            if not named:  # discovery found nothing (and said so): nothing to price
-                if json_out:
-                    print_json({"tickets": 0})
-                return
+        change = (add_tools, add_tools_file, tool_tokens, system_tokens, cache, strategy)
+        what = _what_ifs(*change, model=what_if_model)
+        named = _named(paths, every, profile is not None or fit)
         if fit:
-            _fit(named, output, lenient, json_out, format_name, model)
+            _fit(named or [], output, lenient, json_out, format_name, model)
             return
-        report = _report(named, profile, what, tickets, seed, lenient, format_name, model)
+        report = (
+            None
+            if named is None  # discovery found nothing (and said so): nothing to price
+            else _report(named, profile, what, tickets, seed, lenient, format_name, model)
+        )
     except ContextkitError as exc:
         console_error(str(exc))
         raise typer.Exit(2) from None
+    _show(report, plot, wide, json_out)
+
+
+def _what_ifs(
+    add_tools: int | None,
+    add_tools_file: Path | None,
+    tool_tokens: int | None,
+    system_tokens: str | None,
+    cache: str | None,
+    strategy: str | None,
+    *,
+    model: str | None,
+) -> WhatIfs:
+    from contextkit.estimate import WhatIfs  # noqa: PLC0415  (loads in the command)
+
+    return WhatIfs(
+        add_tools=add_tools,
+        add_tools_file=add_tools_file,
+        tool_tokens=tool_tokens,
+        system_tokens=_signed(system_tokens),
+        cache=_cache(cache),
+        strategy=strategy,
+        model=model,
+    )
+
+
+def _show(report: CostReport | None, plot: Path | None, wide: bool, json_out: bool) -> None:
+    if report is None:
+        if json_out:
+            print_json({"tickets": 0})
+        return
     if plot is not None:
+        from contextkit.estimate import plot_report  # noqa: PLC0415  (matplotlib)
+
         plot_report(report, plot)
     if json_out:
         print_json(report.to_json())
     else:
         _print(report, plot, wide)
+
+
+def _named(paths: list[Path] | None, every: bool, given: bool) -> list[Path] | None:
+    """The files to price: ``paths``, and (with none, unless a profile or a fit is ``given``, or
+    with ``--all``) what discovery finds; None when that finds nothing."""
+    named = list(paths or [])
+    if not given and (every or not named):
+        named += select_paths(None, every=True).files  # discovery only: named read below
+        if not named:
+            return None
+    return named
 
 
 def _report(

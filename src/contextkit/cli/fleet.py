@@ -12,10 +12,13 @@ strategy over the whole output (``--json``: the run's summary as one document).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast, get_type_hints
 
 import typer
 
@@ -62,12 +65,6 @@ FleetJobsOption = Annotated[
 ]
 
 
-def check_fleet_options(out: Path | None, per_call: bool, resume: bool, engine: str) -> None:
-    """``--per-call``, ``--resume`` and ``--engine`` mean something only with ``--out``."""
-    if out is None and (per_call or resume or engine != "process"):
-        raise typer.BadParameter("--per-call, --resume and --engine need --out results.parquet")
-
-
 @dataclass(frozen=True)
 class FleetRun:
     """A command's ``--out`` and the options that go with it (what :func:`run_fleet_command`
@@ -79,6 +76,70 @@ class FleetRun:
     resume: bool
     quiet: bool
     as_json: bool
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """The fleet options of a command, declared once (:func:`with_fleet_options`)."""
+
+    out: Path | None = None
+    per_call: bool = False
+    resume: bool = False
+    engine: str = "process"
+    jobs: int | None = None
+    quiet: bool = False
+
+    def run(self, as_json: bool) -> FleetRun | None:
+        """The ``--out`` run these options ask for (None: no ``--out``). ``--per-call``,
+        ``--resume`` and ``--engine`` mean something only with ``--out``."""
+        if self.out is None:
+            if self.per_call or self.resume or self.engine != "process":
+                raise typer.BadParameter(
+                    "--per-call, --resume and --engine need --out results.parquet"
+                )
+            return None
+        return FleetRun(self.out, self.engine, self.jobs, self.resume, self.quiet, as_json)
+
+
+def _keyword(name: str, default: object, annotation: object) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+_FLEET_PARAMETERS = (
+    _keyword("out", None, OutOption),
+    _keyword("per_call", False, PerCallOption),
+    _keyword("resume", False, ResumeOption),
+    _keyword("engine", "process", EngineOption),
+    _keyword("jobs", None, FleetJobsOption),
+    _keyword("quiet", False, QuietOption),
+)
+
+Command = TypeVar("Command", bound=Callable[..., None])
+
+
+def with_fleet_options(command: Command) -> Command:
+    """``command`` with the fleet options (``--out``, ``--per-call``, ``--resume``, ``--engine``,
+    ``--jobs``, ``-q``) added to what the command line offers, handed to it as one
+    ``fleet: FleetOptions`` argument. Put it under ``@app.command``."""
+    hints = get_type_hints(command, include_extras=True)
+    own = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in inspect.signature(command).parameters.values()
+        if p.name != "fleet"
+    ]
+    parameters = [*own, *_FLEET_PARAMETERS]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        names = [p.name for p in _FLEET_PARAMETERS]
+        fleet = FleetOptions(**{n: kwargs.pop(n) for n in names if n in kwargs})
+        command(*args, fleet=fleet, **kwargs)
+
+    wrapper.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return cast("Command", wrapper)
 
 
 def run_fleet_command(

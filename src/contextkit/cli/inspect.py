@@ -21,20 +21,21 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from contextkit.cli import _tables as t
-from contextkit.cli._app import FormatOption, app, console, err_console, print_json
+from contextkit.cli._app import (
+    AllOption,
+    FormatOption,
+    JsonOption,
+    LenientOption,
+    ModelOption,
+    PathsArgument,
+    app,
+    console,
+    err_console,
+    print_json,
+)
 from contextkit.cli._paths import print_skipped, select_paths
 from contextkit.cli._tables import WideOption
-from contextkit.cli.fleet import (
-    EngineOption,
-    FleetJobsOption,
-    FleetRun,
-    OutOption,
-    PerCallOption,
-    QuietOption,
-    ResumeOption,
-    check_fleet_options,
-    run_fleet_command,
-)
+from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -197,71 +198,48 @@ def _cache_events(diagnosis: CacheDiagnosis, top: int = 5) -> str:
     )
 
 
+WhatIfModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--what-if-model", help="Count and price every call as this model.", show_default=False
+    ),
+]
+PlotOption = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Save context and cost plots (PNG).", show_default=False),
+]
+CacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--cache", help="The cache doctor: why each recorded cache write happened, and its cost."
+    ),
+]
+
+
 @app.command("inspect")
+@with_fleet_options
 def inspect_command(
-    files: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Session files or folders (none: every harness's default locations).",
-            show_default=False,
-        ),
-    ] = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="Also every harness's default locations.")
-    ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="Model for calls whose recording names none (to count and price).",
-            show_default=False,
-        ),
-    ] = None,
-    what_if_model: Annotated[
-        str | None,
-        typer.Option(
-            "--what-if-model", help="Count and price every call as this model.", show_default=False
-        ),
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Save context and cost plots (PNG).", show_default=False),
-    ] = None,
-    lenient: Annotated[
-        bool, typer.Option("--lenient", help="Skip bad records (each one is listed).")
-    ] = False,
-    cache: Annotated[
-        bool,
-        typer.Option(
-            "--cache",
-            help="The cache doctor: why each recorded cache write happened, and its cost.",
-        ),
-    ] = False,
+    files: PathsArgument = None,
+    every: AllOption = False,
+    json_out: JsonOption = False,
+    model: ModelOption = None,
+    what_if_model: WhatIfModelOption = None,
+    plot: PlotOption = None,
+    lenient: LenientOption = False,
+    cache: CacheOption = False,
     format_name: FormatOption = None,
     wide: WideOption = False,
-    out: OutOption = None,
-    per_call: PerCallOption = False,
-    resume: ResumeOption = False,
-    engine: EngineOption = "process",
-    jobs: FleetJobsOption = None,
-    quiet: QuietOption = False,
+    *,
+    fleet: FleetOptions,
 ) -> None:
     """Where each session's context went and what it cost, recorded and simulated."""
-    check_fleet_options(out, per_call, resume, engine)
-    if out is not None:
+    run = fleet.run(json_out)
+    if run is not None:
         if what_if_model is not None or plot is not None:
             raise typer.BadParameter("--what-if-model and --plot are not taken with --out")
+        shared = {"per_call": fleet.per_call, "model": model, "lenient": lenient}
         run_fleet_command(
-            files,
-            every,
-            FleetRun(out, engine, jobs, resume, quiet, json_out),
-            command="inspect",
-            doctor=cache,
-            per_call=per_call,
-            model=model,
-            lenient=lenient,
-            format=format_name,
+            files, every, run, command="inspect", doctor=cache, format=format_name, **shared
         )
         return
     from contextkit.accounting import diagnose_cache, diagnosis_json, report_json  # noqa: PLC0415

@@ -13,43 +13,49 @@ import typer
 from contextkit.cli._app import app, console
 from contextkit.errors import ContextkitError
 
+UpstreamOption = Annotated[
+    str,
+    typer.Option(
+        "--upstream",
+        help="Where to forward: https://api.anthropic.com or https://api.openai.com.",
+    ),
+]
+StrategyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy", "-s", help="Preset, config file or inline spec to apply per conversation."
+    ),
+]
+RecordOption = Annotated[
+    Path | None,
+    typer.Option("--record", help="Write every exchange here, one JSONL file per conversation."),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Record what the strategy would change; forward unchanged."),
+]
+BudgetTokensOption = Annotated[
+    int, typer.Option("--budget-tokens", help="Token budget the strategy aims at.")
+]
+ContextWindowOption = Annotated[
+    int, typer.Option("--context-window", help="Context window the client runs.")
+]
+TimeoutSOption = Annotated[
+    float, typer.Option("--timeout", help="Seconds to wait for the upstream.")
+]
+
 
 @app.command("proxy")
 def proxy_command(
-    upstream: Annotated[
-        str,
-        typer.Option(
-            "--upstream",
-            help="Where to forward: https://api.anthropic.com or https://api.openai.com.",
-        ),
-    ],
+    upstream: UpstreamOption,
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8787,
-    strategy: Annotated[
-        str | None,
-        typer.Option(
-            "--strategy", "-s", help="Preset, config file or inline spec to apply per conversation."
-        ),
-    ] = None,
-    record: Annotated[
-        Path | None,
-        typer.Option(
-            "--record", help="Write every exchange here, one JSONL file per conversation."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Record what the strategy would change; forward unchanged."),
-    ] = False,
+    strategy: StrategyOption = None,
+    record: RecordOption = None,
+    dry_run: DryRunOption = False,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    budget_tokens: Annotated[
-        int, typer.Option("--budget-tokens", help="Token budget the strategy aims at.")
-    ] = 150_000,
-    context_window: Annotated[
-        int, typer.Option("--context-window", help="Context window the client runs.")
-    ] = 200_000,
-    timeout_s: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for the upstream.")
-    ] = 600.0,
+    budget_tokens: BudgetTokensOption = 150_000,
+    context_window: ContextWindowOption = 200_000,
+    timeout_s: TimeoutSOption = 600.0,
 ) -> None:
     """Forward Anthropic / OpenAI API calls, record them, apply a strategy, show their cost.
 

@@ -16,7 +16,11 @@ import typer
 from contextkit.cli import _tables as t
 from contextkit.cli._app import (
     STRATEGY_HELP,
+    AllOption,
     FormatOption,
+    LenientOption,
+    ModelOption,
+    PathsArgument,
     app,
     console,
     err_console,
@@ -24,22 +28,14 @@ from contextkit.cli._app import (
 )
 from contextkit.cli._paths import select_paths
 from contextkit.cli._tables import WideOption
-from contextkit.cli.fleet import (
-    EngineOption,
-    FleetJobsOption,
-    FleetRun,
-    OutOption,
-    PerCallOption,
-    QuietOption,
-    ResumeOption,
-    check_fleet_options,
-    run_fleet_command,
-)
+from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
 from contextkit.errors import ContextkitError
 from contextkit.strategies import PRESET_NAMES
 
 if TYPE_CHECKING:
-    from contextkit.replay import Replay
+    from collections.abc import Sequence
+
+    from contextkit.replay import FileResult, Replay
 
 AS_RECORDED = "as-recorded"
 ORACLE = "oracle"
@@ -92,17 +88,6 @@ def _summary_cells(summary: dict[str, Any], wide: bool) -> list[str]:
     return [_figure(kind, summary.get(key), wide) for _, key, kind in _columns(wide)]
 
 
-_Lenient = Annotated[bool, typer.Option("--lenient", help="Skip bad records, list them.")]
-_Model = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        help="Model for calls whose recording names none (to count and price); named models stay.",
-        show_default=False,
-    ),
-]
-
-
 @app.command("replay")
 def replay_command(
     file: Annotated[Path, typer.Argument(help="A recorded session file.")],
@@ -121,8 +106,8 @@ def replay_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG plot here.", show_default=False)
     ] = None,
-    lenient: _Lenient = False,
-    model: _Model = None,
+    lenient: LenientOption = False,
+    model: ModelOption = None,
     format_name: FormatOption = None,
     wide: WideOption = False,
 ) -> None:
@@ -205,66 +190,51 @@ def _print_replay(
         console.print(f"[dim]the file holds {sessions} sessions; the first was replayed[/]")
 
 
+CompareStrategyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--strategy",
+        "-s",
+        help="Repeatable; default: as-recorded and every preset. " + STRATEGY_HELP,
+        show_default=False,
+    ),
+]
+MarkdownOption = Annotated[
+    bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
+]
+CostRecallPlotOption = Annotated[
+    Path | None, typer.Option("--plot", help="Cost against recall (PNG).", show_default=False)
+]
+
+
 @app.command("compare")
+@with_fleet_options
 def compare_command(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Session files or folders (none: every harness's default locations).",
-            show_default=False,
-        ),
-    ] = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="Also every harness's default locations.")
-    ] = False,
-    strategy: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--strategy",
-            "-s",
-            help="Repeatable; default: as-recorded and every preset. " + STRATEGY_HELP,
-            show_default=False,
-        ),
-    ] = None,
+    paths: PathsArgument = None,
+    every: AllOption = False,
+    strategy: CompareStrategyOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-    markdown: Annotated[
-        bool, typer.Option("--markdown", help="Print a markdown table: $cost / recall.")
-    ] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Cost against recall (PNG).", show_default=False),
-    ] = None,
-    jobs: FleetJobsOption = None,
-    lenient: _Lenient = False,
-    model: _Model = None,
+    markdown: MarkdownOption = False,
+    plot: CostRecallPlotOption = None,
+    lenient: LenientOption = False,
+    model: ModelOption = None,
     wide: WideOption = False,
-    out: OutOption = None,
-    per_call: PerCallOption = False,
-    resume: ResumeOption = False,
-    engine: EngineOption = "process",
-    quiet: QuietOption = False,
+    *,
+    fleet: FleetOptions,
 ) -> None:
     """Replay every session under every strategy and compare: a row per session with the best
     strategy, and the totals per strategy."""
     specs = tuple(strategy) if strategy else DEFAULT_SPECS
-    check_fleet_options(out, per_call, resume, engine)
-    if out is not None:
+    run = fleet.run(as_json)
+    if run is not None:
         if markdown or plot is not None:
             raise typer.BadParameter("--markdown and --plot print one table: not with --out")
-        run_fleet_command(
-            paths,
-            every,
-            FleetRun(out, engine, jobs, resume, quiet, as_json),
-            command="compare",
-            specs=specs,
-            per_call=per_call,
-            model=model,
-            lenient=lenient,
-        )
+        shared = {"per_call": fleet.per_call, "model": model, "lenient": lenient}
+        run_fleet_command(paths, every, run, command="compare", specs=specs, **shared)
         return
     from rich.progress import Progress  # noqa: PLC0415  (rich loads only when a command prints)
 
-    from contextkit.replay import compare, markdown_table  # noqa: PLC0415
+    from contextkit.replay import compare  # noqa: PLC0415
 
     found = select_paths(paths, every)
     if not found.files:  # discovery found nothing (and said so): nothing to compare
@@ -276,11 +246,28 @@ def compare_command(
         results = compare(
             found.files,
             specs,
-            jobs=jobs or 1,
+            jobs=fleet.jobs or 1,
             lenient=lenient,
             model=model,
             on_done=lambda _: progress.advance(task),
         )
+    errors = _show_compare(results, found.skipped, paths, plot, as_json, markdown, wide)
+    if errors:
+        raise typer.Exit(2)
+
+
+def _show_compare(
+    results: Sequence[FileResult],
+    skipped: Sequence[tuple[str, str]],
+    paths: list[Path] | None,
+    plot: Path | None,
+    as_json: bool,
+    markdown: bool,
+    wide: bool,
+) -> list[dict[str, str]]:
+    """Print what ``compare`` found (JSON, markdown or tables); the files it could not read."""
+    from contextkit.replay import markdown_table  # noqa: PLC0415
+
     rows = [r for f in results for r in f.results]
     errors = [{"path": f.path, "error": f.error} for f in results if f.error]
     skipped_records = [
@@ -299,7 +286,7 @@ def compare_command(
             {
                 "results": rows,
                 "errors": errors,
-                "skipped": [list(s) for s in found.skipped],
+                "skipped": [list(s) for s in skipped],
                 "skipped_records": skipped_records,
             }
         )
@@ -307,9 +294,8 @@ def compare_command(
         root = paths[0] if paths and len(paths) == 1 and paths[0].is_dir() else None
         sys.stdout.write(markdown_table(rows, root))
     else:
-        _print_compare(rows, errors, found.skipped, wide)
-    if errors:
-        raise typer.Exit(2)
+        _print_compare(rows, errors, tuple(skipped), wide)
+    return errors
 
 
 def _by_session(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], dict[str, Any]]:

@@ -39,44 +39,48 @@ def _what_ifs(model: str | None, add_tools: int | None, system_tokens: int | Non
     )
 
 
+PathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Session files or folders (none: every harness's default locations).",
+        show_default=False,
+    ),
+]
+EveryOption = Annotated[bool, typer.Option("--all", help="Also every harness's default locations.")]
+WithStrategiesOption = Annotated[
+    bool,
+    typer.Option("--strategies", help="Compare strategies (replays every session: slow)."),
+]
+StrategyOption = Annotated[
+    list[str] | None,
+    typer.Option("--strategy", "-s", help="A strategy to compare (repeat; implies --strategies)."),
+]
+JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Processes for --strategies.", min=1)]
+WhatIfModelOption = Annotated[
+    str | None, typer.Option("--what-if-model", help="What if: every call on this model.")
+]
+AddToolsOption = Annotated[
+    int | None, typer.Option("--add-tools", help="What if: N more tools (0: leave out).")
+]
+SystemTokensOption = Annotated[
+    int | None,
+    typer.Option("--system-tokens", help="What if: system prompt +N tokens (0: leave out)."),
+]
+
+
 @app.command("report")
 def report_command(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Session files or folders (none: every harness's default locations).",
-            show_default=False,
-        ),
-    ] = None,
+    paths: PathsArgument = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path(
         "report.html"
     ),
-    every: Annotated[
-        bool, typer.Option("--all", help="Also every harness's default locations.")
-    ] = False,
-    with_strategies: Annotated[
-        bool,
-        typer.Option("--strategies", help="Compare strategies (replays every session: slow)."),
-    ] = False,
-    strategy: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--strategy", "-s", help="A strategy to compare (repeat; implies --strategies)."
-        ),
-    ] = None,
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Processes for --strategies.", min=1)
-    ] = 1,
-    what_if_model: Annotated[
-        str | None, typer.Option("--what-if-model", help="What if: every call on this model.")
-    ] = None,
-    add_tools: Annotated[
-        int | None, typer.Option("--add-tools", help="What if: N more tools (0: leave out).")
-    ] = None,
-    system_tokens: Annotated[
-        int | None,
-        typer.Option("--system-tokens", help="What if: system prompt +N tokens (0: leave out)."),
-    ] = None,
+    every: EveryOption = False,
+    with_strategies: WithStrategiesOption = False,
+    strategy: StrategyOption = None,
+    jobs: JobsOption = 1,
+    what_if_model: WhatIfModelOption = None,
+    add_tools: AddToolsOption = None,
+    system_tokens: SystemTokensOption = None,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip bad records.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     format_name: FormatOption = None,
