@@ -35,7 +35,14 @@ from contextkit.formats._check import (
     group_findings,
 )
 from contextkit.formats._io import json_damage, read_head
-from contextkit.formats._locations import Discovered, Location, candidates, default_locations
+from contextkit.formats._locations import (
+    Discovered,
+    Locating,
+    Location,
+    Places,
+    candidates,
+    shown_order,
+)
 from contextkit.formats._mixed import checked_read, head_vote
 from contextkit.session import LoadedFile
 
@@ -135,6 +142,26 @@ def load_many(paths: Sequence[str | Path], *, lenient: bool = False) -> list[Loa
     return [load(p, lenient=lenient) for p in paths]
 
 
+def default_locations(
+    home: Path,
+    env: Mapping[str, str],
+    *,
+    cwd: Path | None = None,
+    platform: str = sys.platform,
+) -> tuple[Location, ...]:
+    """Every harness's default locations for this home, environment, current directory (aider;
+    none: aider is left out) and platform (``sys.platform`` values): what each reader that knows
+    its harness's says (:class:`Locating`), most used harness first."""
+    places = Places(home, env, cwd, platform)
+    found = [
+        location
+        for reader in readers()
+        if isinstance(reader, Locating)
+        for location in reader.locations(places)
+    ]
+    return tuple(sorted(found, key=shown_order))
+
+
 def look_in(location: Location) -> Discovered:
     """The files at ``location`` that its harness's reader takes; the others (no reader, or
     another reader) listed as skipped with the reason. Never raises for what it finds."""
@@ -162,7 +189,7 @@ def discover(
     cwd: Path | None = None,
     platform: str = sys.platform,
 ) -> tuple[Discovered, ...]:
-    """What each of :func:`default_locations` holds, in table order (empty ones included): the
+    """What each of :func:`default_locations` holds, in their order (empty ones included): the
     sessions of every supported harness on a machine with this home and environment."""
     return tuple(look_in(loc) for loc in default_locations(home, env, cwd=cwd, platform=platform))
 
@@ -173,8 +200,10 @@ __all__ = [
     "FileReport",
     "Finding",
     "FormatReader",
+    "Locating",
     "Location",
     "MixedFormatError",
+    "Places",
     "check_file",
     "default_locations",
     "detect",

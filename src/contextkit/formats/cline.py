@@ -68,6 +68,7 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._trajectory import (
     JsonDoc,
     as_int,
@@ -110,6 +111,22 @@ _BOOKKEEPING = frozenset(
 
 class ClineReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """VS Code's ``globalStorage`` (``$XDG_CONFIG_HOME`` or ``~/.config``
+        ``/Code/User/globalStorage`` on Linux, ``~/Library/Application Support/Code/User/
+        globalStorage`` on macOS, ``%APPDATA%\\Code\\User\\globalStorage`` on Windows), then
+        ``saoudrizwan.claude-dev/tasks/<id>/api_conversation_history.json`` (Cline's extension id
+        and task folder, as the module's sources give them; VS Code's per-platform user data
+        folder) or ``rooveterinaryinc.roo-cline/tasks/<id>/`` (Roo Code)."""
+        storage = places.app_data / "Code" / "User" / "globalStorage"
+        tasks = "*/api_conversation_history.json"
+        return (
+            Location("Cline", self.name, storage / "saoudrizwan.claude-dev" / "tasks", tasks),
+            Location(
+                "Roo Code", self.name, storage / "rooveterinaryinc.roo-cline" / "tasks", tasks
+            ),
+        )
 
     def sniff(self, path: Path, head: str) -> bool:
         """``api_conversation_history.json`` holding a JSON list (of ``role`` objects)."""

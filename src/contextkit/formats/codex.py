@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, first_json_object, iter_jsonl
+from contextkit.formats._locations import Location, Places
 from contextkit.messages import Block, Conversation, Message
 from contextkit.session import Call, LoadedFile, Session, Usage
 from contextkit.wire import (
@@ -445,6 +446,13 @@ class CodexReader:
     """Reader of Codex CLI rollout JSONL files."""
 
     name = FORMAT
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``$CODEX_HOME/sessions`` else ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``
+        (``openai/codex`` ``codex-rs/core`` rollout recorder; ``CODEX_HOME`` defaults to
+        ``~/.codex``)."""
+        codex = places.dir("CODEX_HOME", places.home / ".codex")
+        return (Location("Codex", self.name, codex / "sessions", "**/rollout-*.jsonl"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         if path.suffix != ".jsonl":

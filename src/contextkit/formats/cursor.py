@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._sqlite import connect, has_tables, is_sqlite, rows
 from contextkit.formats._trajectory import as_int, as_mapping, as_str, parse_time, stop_reason
 from contextkit.messages import (
@@ -81,6 +82,12 @@ NOTES = (
 
 class CursorReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``Cursor/User/globalStorage/state.vscdb`` under the same configuration folder as VS
+        Code (``michaeldhood/chatrxiv`` ``docs/cursor/storage-reference.md``)."""
+        store = places.app_data / "Cursor" / "User" / "globalStorage" / "state.vscdb"
+        return (Location("Cursor", self.name, store),)
 
     def sniff(self, path: Path, head: str) -> bool:
         """A SQLite database whose tables include ``cursorDiskKV`` and ``ItemTable``."""

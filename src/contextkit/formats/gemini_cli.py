@@ -42,6 +42,7 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips, first_json_object, iter_jsonl, read_head
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._trajectory import (
     Reply,
     UserTurn,
@@ -73,6 +74,13 @@ Located = tuple[int | None, Mapping[str, Any]]
 
 class GeminiCliReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``~/.gemini/tmp/<project hash>/chats/session-*.json(l)`` (``google-gemini/gemini-cli``
+        ``docs``: chat recording "in your project's temporary directory at
+        ``~/.gemini/tmp/<project_hash>/chats``")."""
+        tmp = places.home / ".gemini" / "tmp"
+        return (Location("Gemini CLI", self.name, tmp, "*/chats/session-*.json*"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         seen = peek(head)  # for JSONL this reads the metadata line, the first JSON value

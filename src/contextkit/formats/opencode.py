@@ -67,6 +67,7 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips, load_json, read_head
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._sqlite import columns, connect, has_tables, is_sqlite, rows
 from contextkit.formats._trajectory import as_int, as_mapping, as_str, parse_time, peek
 from contextkit.messages import (
@@ -98,6 +99,16 @@ _STOPS = {"tool-calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}
 
 class OpenCodeReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``$XDG_DATA_HOME/opencode`` else ``~/.local/share/opencode`` (``sst/opencode``
+        ``packages/opencode/src/global/index.ts``: ``xdg-basedir``'s ``xdgData``, on every
+        platform): ``storage/session/<project>/<id>.json`` (older) and ``opencode.db`` (newer)."""
+        data = places.dir("XDG_DATA_HOME", places.home / ".local" / "share") / "opencode"
+        return (
+            Location("OpenCode", self.name, data / "storage", "session/*/*.json"),
+            Location("OpenCode", self.name, data / "opencode.db"),
+        )
 
     def sniff(self, path: Path, head: str) -> bool:
         """``opencode.db`` (its three tables), or a session file under ``storage/session/``."""

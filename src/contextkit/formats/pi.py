@@ -53,6 +53,7 @@ from typing import Any
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips, first_json_object, iter_jsonl
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._trajectory import as_int, as_str, parse_time
 from contextkit.messages import (
     Block,
@@ -120,6 +121,13 @@ class _Entry:
 
 class PiReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``$PI_CODING_AGENT_DIR/sessions`` else ``~/.pi/agent/sessions/--<cwd>--/*.jsonl``
+        (``badlogic/pi-mono`` ``packages/coding-agent`` ``config.ts``: ``getAgentDir``,
+        ``getSessionsDir``)."""
+        pi = places.dir("PI_CODING_AGENT_DIR", places.home / ".pi" / "agent")
+        return (Location("pi", self.name, pi / "sessions", "*/*.jsonl"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         """A first line that is a pi session header: ``type`` session, an ``id`` and a ``cwd``."""

@@ -54,6 +54,7 @@ from pathlib import Path
 
 from contextkit.errors import FormatError
 from contextkit.formats._io import Skips
+from contextkit.formats._locations import Location, Places
 from contextkit.messages import Conversation, Message
 from contextkit.session import Call, LoadedFile, Session, Usage
 
@@ -85,6 +86,16 @@ _CLEARING_COMMANDS = ("/clear", "/reset")
 
 class AiderReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``.aider.chat.history.md`` at the root of the git repository holding the current
+        directory, else in the current directory (``Aider-AI/aider`` ``aider/args.py``:
+        ``--chat-history-file`` defaults to the git root's ``.aider.chat.history.md``); none when
+        the current directory is not known."""
+        root = places.repo_root()
+        if root is None:
+            return ()
+        return (Location("aider", self.name, root / ".aider.chat.history.md"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         if path.name == FILE_NAME:

@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from contextkit._gc import no_cycle_collection
 from contextkit.formats._io import Skips, head_objects
+from contextkit.formats._locations import Location, Places
 from contextkit.formats.claude_code._calls import (
     Index,
     MessageMemo,
@@ -96,6 +97,13 @@ class _Read:
 
 class ClaudeCodeReader:
     name = FORMAT
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``$CLAUDE_CONFIG_DIR/projects`` else ``~/.claude/projects/<project>/<id>.jsonl``
+        (Claude Code docs and readers of its transcripts, e.g. ``claudeConfigDir`` in public
+        tools: ``env.CLAUDE_CONFIG_DIR || ~/.claude``)."""
+        claude = places.dir("CLAUDE_CONFIG_DIR", places.home / ".claude")
+        return (Location("Claude Code", self.name, claude / "projects", "*/*.jsonl"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         """True when most of the first records look like Claude Code records: one such line

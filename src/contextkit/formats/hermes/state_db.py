@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.formats._io import Skips, iter_jsonl, load_json, read_head
+from contextkit.formats._locations import Location, Places
 from contextkit.formats._sqlite import connect, has_tables, is_sqlite
 from contextkit.formats._trajectory import (
     Reply,
@@ -82,6 +83,12 @@ _TOTALS = (
 
 class HermesReader:
     name = NAME
+
+    def locations(self, places: Places) -> tuple[Location, ...]:
+        """``$HERMES_HOME/state.db``, default ``~/.hermes/state.db`` (``hermes-agent`` 0.19.0,
+        ``hermes_state.py``, as the module docstring cites)."""
+        hermes = places.dir("HERMES_HOME", places.home / ".hermes")
+        return (Location("Hermes", self.name, hermes / "state.db"),)
 
     def sniff(self, path: Path, head: str) -> bool:
         """``state.db`` (its tables), or an export whose first record is a Hermes session row."""
