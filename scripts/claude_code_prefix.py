@@ -3,8 +3,8 @@
 Usage: ``uv run python scripts/claude_code_prefix.py REQUESTS.jsonl [--seen YYYY-MM-DD] [--out PATH]
 [--check]``. ``REQUESTS.jsonl`` is what ``tests/claude_cli_helper.Lab.keep`` writes beside a
 scripted session (one ``{"path", "headers", "body"}`` object per request the fake server received;
-run ``CONTEXTKIT_CLI_ARTIFACTS=DIR uv run pytest tests/test_claude_code_cli.py`` to keep them):
-the first main-conversation request gives ``main``, the first subagent request (header
+run ``CONTEXTKIT_CLI_ARTIFACTS=DIR uv run pytest tests/formats/test_claude_code_cli.py`` to keep
+them): the first main-conversation request gives ``main``, the first subagent request (header
 ``x-claude-code-agent-id``) gives ``subagent``, the version comes from the ``user-agent`` header
 (``claude-cli/2.1.197 ...``). The entry replaces the one of the same version in ``--out``
 (default ``src/contextkit/formats/claude_code/data/claude_code_prefix.json``); ``--check``
@@ -40,8 +40,9 @@ DATA = (
 COUNTER = "o200k_base"
 OPENING_CHARS = 60
 NOTE = (
-    "captured from the real CLI driving a local fake server (tests/test_claude_code_cli.py); "
-    "tokens are tiktoken o200k_base counts, a proxy for Claude's tokenizer"
+    "captured from the real CLI driving a local fake server "
+    "(tests/formats/test_claude_code_cli.py); tokens are tiktoken o200k_base counts, "
+    "a proxy for Claude's tokenizer"
 )
 
 

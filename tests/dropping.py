@@ -1,7 +1,7 @@
-"""The harness of ``tests/test_nothing_dropped_built.py``: places in a built input (an element of
-a JSON list, a JSON line, a text line, a whole JSON file, an SQLite row or its JSON column), the
-ways to spoil one (removed, replaced by a value of the wrong kind, one field of the wrong type),
-and the check of one spoiled input against the clean read."""
+"""The harness of ``tests/formats/test_nothing_dropped_built.py``: places in a built input (an
+element of a JSON list, a JSON line, a text line, a whole JSON file, an SQLite row or its JSON
+column), the ways to spoil one (removed, replaced by a value of the wrong kind, one field of the
+wrong type), and the check of one spoiled input against the clean read."""
 
 from __future__ import annotations
 

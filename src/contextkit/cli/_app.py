@@ -2,11 +2,12 @@
 
 Startup is part of the interface: ``contextkit --help`` must cost little more than importing the
 CLI framework (``benchmarks/bench_cli.py``). So this module, and every command module at import
-time, imports only typer and the standard library: the library (pydantic models, numpy, tiktoken,
-genai-prices, matplotlib, anthropic) and rich are imported inside the command that runs, and the
-consoles are built on first use. ``tests/test_cli_startup.py`` fails when ``import contextkit.cli``
-pulls in a heavy package. Help is plain text (``rich_markup_mode=None``): rich's help renderer
-alone costs about twice the framework's import.
+time, imports only typer, the standard library and the strategies' package surface (the presets'
+names, which load nothing): the library (pydantic models, numpy, tiktoken, genai-prices,
+matplotlib, anthropic) and rich are imported inside the command that runs, and the consoles are
+built on first use. ``tests/cli/test_cli_startup.py`` fails when importing the CLI pulls in a
+heavy package. Help is plain text (``rich_markup_mode=None``): rich's
+help renderer alone costs about twice the framework's import.
 """
 
 from __future__ import annotations

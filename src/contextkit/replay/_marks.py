@@ -4,7 +4,8 @@ Contract: :func:`place_marks` returns each view with ``cache_control`` breakpoin
 ``engine.place_breakpoints`` puts them (the recording's TTL on every mark it places): the requests
 a replay would have sent (``Replay.requests``, ``--dump-requests``). Pricing does not need them:
 the cache simulator's ``engine`` placement puts breakpoints at the same positions without copies
-(``tests/test_cache.py`` and ``tests/test_corpus_strategies.py`` check that both price alike).
+(``tests/cache/test_cache.py`` and ``tests/replay/test_corpus_strategies.py`` check that both price
+alike).
 
 Why a module of its own: ``place_breakpoints`` builds fresh objects for the marked tools, system
 block and messages at every call. Here one marked copy per original part is made and handed out

@@ -6,9 +6,9 @@ block Claude Code 2.1.x sends for it (a ``<system-reminder>`` wrapped message), 
 ``set_aside`` as ``attachment/<type>``.
 
 The texts are the client's own templates, checked against the requests the real CLI (2.1.197)
-sent in ``tests/test_claude_code_cli.py``: ``agent_listing_delta`` (the agent types, first request
-and again after a compaction), ``skill_listing`` (the skills) and ``queued_command`` (a message
-the user sent while the agent worked, delivered with the next tool result);
+sent in ``tests/formats/test_claude_code_cli.py``: ``agent_listing_delta`` (the agent types, first
+request and again after a compaction), ``skill_listing`` (the skills) and ``queued_command`` (a
+message the user sent while the agent worked, delivered with the next tool result);
 ``critical_system_reminder``, ``nested_memory``, ``agent_mention`` and removals in an agent listing
 use the same wrapper with the client's template, read from the same build but not seen in a
 recorded request.

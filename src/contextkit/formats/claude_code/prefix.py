@@ -7,9 +7,9 @@ Contract:
   reduced to its release), or None when that version was never captured. It reads the shipped
   ``contextkit/formats/claude_code/data/claude_code_prefix.json`` (once).
 - Each entry is dated data, captured from the real CLI's requests to a local server
-  (tests/test_claude_code_cli.py, ``scripts/claude_code_prefix.py`` regenerates an entry from a
-  captured request): the system blocks (characters, tokens, cache mark, opening words), the tools
-  (count, tokens, names), ``context_management``, ``thinking``, ``max_tokens`` and the
+  (tests/formats/test_claude_code_cli.py, ``scripts/claude_code_prefix.py`` regenerates an entry
+  from a captured request): the system blocks (characters, tokens, cache mark, opening words), the
+  tools (count, tokens, names), ``context_management``, ``thinking``, ``max_tokens`` and the
   ``anthropic-beta`` header, for the main conversation and for a ``general-purpose`` subagent.
 - Token counts are the named counter's (a tiktoken encoding: a proxy for Claude's tokenizer, which
   is not public); characters are exact for the capture. They vary a little between machines: the

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from contextkit.cli import app
 from contextkit.estimate import FIT_TOLERANCE, FitCheck, load_profile
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "examples"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "examples"
 runner = CliRunner()
 
 

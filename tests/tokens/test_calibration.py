@@ -30,7 +30,7 @@ from contextkit.tokens import (
 )
 from contextkit.tokens._calibration import NEW_TOKENIZER_RATIO, PRIORS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fit_calibration.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fit_calibration.py"
 TRACE = Path("claude-trace-lemmy") / "test-traffic-part1.jsonl"
 
 

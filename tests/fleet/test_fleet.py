@@ -39,7 +39,7 @@ from contextkit.messages import Message
 # Some corpus files name no model (or a placeholder): their cost is null, with a warning.
 pytestmark = pytest.mark.filterwarnings("ignore::contextkit.pricing.UnknownPriceWarning")
 
-DOCS = Path(__file__).parent.parent / "docs" / "fleet.md"
+DOCS = Path(__file__).parents[2] / "docs" / "fleet.md"
 FLEET = 16
 CONFIG = FleetConfig(specs=("as-recorded", "evict-tool-results"), doctor=True, per_call=True)
 SMALL = (

@@ -21,7 +21,7 @@ from corpus_paths import corpus_files
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-FIXTURE = Path(__file__).parent / "fixtures" / "openhands-sdk"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "openhands-sdk"
 CONVERSATION = "7c1e2b4a-5d3f-4e8a-9b10-2f6d8c3a1e55"
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from strategy_support import assistant, call, filler, is_valid, result, thinking, user
 
 from contextkit.engine import ContextEngine
 from contextkit.formats import load
@@ -40,7 +41,6 @@ from contextkit.strategies import (
     is_summary_block,
 )
 from contextkit.tokens import ApproxCounter
-from test_strategies_support import assistant, call, filler, is_valid, result, thinking, user
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -76,7 +76,7 @@ def test_numeric_flags_are_validated() -> None:
 
 
 def test_add_tools_file_must_hold_tool_schemas(tmp_path: Path) -> None:
-    profile = str(Path(__file__).parent.parent / "docs" / "examples" / "support-agent.toml")
+    profile = str(Path(__file__).parents[2] / "docs" / "examples" / "support-agent.toml")
     not_tools = tmp_path / "not-tools.json"
     not_tools.write_text('[{"role": "user", "content": "hi"}]')
     args = ["cost", "--profile", profile, "--add-tools-file", str(not_tools)]

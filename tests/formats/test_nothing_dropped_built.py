@@ -26,10 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from contextkit.formats.cline import HISTORY as CLINE_HISTORY
-from contextkit.formats.cline import UI_MESSAGES as CLINE_UI
-from dropping import Place, Reader, check, files, places
 from test_format_aider import _llm_history
 from test_format_cline import HISTORY_CLINE, UI_CLINE, _task
 from test_format_cursor import _db as _cursor_db
@@ -42,6 +38,10 @@ from test_format_opencode import _storage as _opencode_storage
 from test_format_openhands_sdk import CONVERSATION, FIXTURE
 from test_nothing_dropped import NOT_EXERCISED
 
+from contextkit.formats.cline import HISTORY as CLINE_HISTORY
+from contextkit.formats.cline import UI_MESSAGES as CLINE_UI
+from dropping import Place, Reader, check, files, places
+
 pytestmark = pytest.mark.filterwarnings("error")
 
 _HI = {"role": "user", "content": "hi"}
@@ -50,7 +50,7 @@ LONG = bool(os.environ.get("CONTEXTKIT_FUZZ_CASES"))
 
 
 def _proxy_record(messages: list[Any], text: str, **fields: Any) -> dict[str, Any]:
-    """A record as :mod:`contextkit.proxy` writes it (the fields ``tests/test_proxy_units.py``
+    """A record as :mod:`contextkit.proxy` writes it (the fields ``tests/proxy/test_proxy_units.py``
     spoils one of)."""
     body = {"model": "m", "max_tokens": 8, "messages": messages}
     response = {

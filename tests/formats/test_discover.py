@@ -11,11 +11,11 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+from test_format_hermes import _database as hermes_database
 from typer.testing import CliRunner
 
 from contextkit.cli import app
 from contextkit.formats import check_file, default_locations, discover
-from test_format_hermes import _database as hermes_database
 
 runner = CliRunner()
 TS = "2025-01-01T00:00:00Z"
@@ -147,7 +147,7 @@ def test_nothing_found_exits_0_for_inspect_and_compare(tmp_path: Path) -> None:
 
 
 def test_inspect_takes_a_folder_and_lists_files_no_reader_takes(tmp_path: Path) -> None:
-    clean = Path(__file__).parent / "fixtures" / "validate" / "clean.jsonl"
+    clean = Path(__file__).parents[1] / "fixtures" / "validate" / "clean.jsonl"
     _write(tmp_path / "a" / "one.jsonl", clean.read_text(encoding="utf-8"))
     _write(tmp_path / "notes.json", '{"hello": 1}')
     result = runner.invoke(app, ["inspect", "--json", str(tmp_path)])

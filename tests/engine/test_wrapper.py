@@ -43,7 +43,7 @@ from contextkit.testing.fake_anthropic import FakeAnthropic, Reply, tool_loop_re
 from contextkit.tokens import ApproxCounter
 from contextkit.wire import assemble_stream, stream_events, to_sse
 
-HELPER = Path(__file__).with_name("agent_loop_helper.py")
+HELPER = Path(__file__).parents[1] / "agent_loop_helper.py"
 TASK: Any = {"role": "user", "content": "Fix the failing test."}
 
 

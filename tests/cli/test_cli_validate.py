@@ -19,7 +19,7 @@ from contextkit.formats import CallViolation, check_file, group_findings, load
 from contextkit.messages import repair, rules_for, validate
 from corpus_paths import PENDING_READERS, corpus_files, readable_corpus_files
 
-FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "validate"
 CLEAN = FIXTURES / "clean.jsonl"
 DANGLING = FIXTURES / "dangling.jsonl"
 BAD_LINES = FIXTURES / "bad_lines.jsonl"

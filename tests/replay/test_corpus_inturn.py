@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from test_corpus_strategies import _problems
 
 from contextkit.pricing import UnknownPriceWarning
 from contextkit.replay import replay, replay_as_recorded
@@ -28,7 +29,6 @@ from contextkit.strategies import (
 )
 from contextkit.testing.corpus import labelled_sessions
 from contextkit.tokens import ApproxCounter
-from test_corpus_strategies import _problems
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 

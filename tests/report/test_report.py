@@ -1,6 +1,6 @@
 """``contextkit report``: the page's content on a corpus session and a corpus folder, escaping of
 what recordings carry, files that fail to load, the CLI. The browser test is
-tests/test_report_browser.py."""
+tests/report/test_report_browser.py."""
 
 from __future__ import annotations
 

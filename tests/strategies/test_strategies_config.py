@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from strategy_support import coding_session, is_valid
 
 from contextkit.errors import ConfigError
 from contextkit.strategies import (
@@ -28,7 +29,6 @@ from contextkit.strategies import (
     save_strategy,
     strategy_from_spec,
 )
-from test_strategies_support import coding_session, is_valid
 
 TOML = """
 kind = "pipeline"

@@ -10,13 +10,7 @@ from typing import Any
 
 import anthropic
 import pytest
-
-from contextkit.errors import ContextkitError
-from contextkit.messages import Conversation, Message, TextBlock, Tool, to_payload
-from contextkit.session import Usage
-from contextkit.strategies import AnthropicSummariser, CallFacts, ReplaceWithSummary
-from contextkit.strategies._summarisers import SECTIONS, SUMMARY_OPEN
-from test_strategies_support import (
+from strategy_support import (
     assistant,
     call,
     coding_session,
@@ -26,6 +20,12 @@ from test_strategies_support import (
     thinking,
     user,
 )
+
+from contextkit.errors import ContextkitError
+from contextkit.messages import Conversation, Message, TextBlock, Tool, to_payload
+from contextkit.session import Usage
+from contextkit.strategies import AnthropicSummariser, CallFacts, ReplaceWithSummary
+from contextkit.strategies._summarisers import SECTIONS, SUMMARY_OPEN
 
 REPLY = "## User requests\n- fix src/orders/service.py\n## Errors\n- ValueError in compute_total"
 

@@ -6,6 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from strategy_support import (
+    assistant,
+    call,
+    coding_session,
+    is_valid,
+    result,
+    thinking,
+    user,
+    without_thinking,
+)
 
 from contextkit.errors import ConfigError
 from contextkit.messages import (
@@ -34,16 +44,6 @@ from contextkit.strategies import (
 )
 from contextkit.strategies._summarisers import SUMMARY_OPEN
 from contextkit.tokens import ApproxCounter
-from test_strategies_support import (
-    assistant,
-    call,
-    coding_session,
-    is_valid,
-    result,
-    thinking,
-    user,
-    without_thinking,
-)
 
 
 def facts(budget: int = 200_000, window: int = 200_000) -> CallFacts:

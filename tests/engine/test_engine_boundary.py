@@ -25,7 +25,7 @@ from contextkit.testing.fake_anthropic import FakeAnthropic, tool_loop_replies
 from contextkit.testing.strategies import valid_conversations
 from contextkit.wire import to_format
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 USE: Any = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.py"}}
 RESULT: Any = {"type": "tool_result", "tool_use_id": "t1", "content": "x = 1\n" * 400}
 

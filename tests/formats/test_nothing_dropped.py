@@ -34,16 +34,16 @@ MANY_CALLS_A_RECORD = {
 }
 NOT_EXERCISED = {
     "contextkit-proxy": "its records come from the proxy (tests/test_proxy_*.py)",
-    "cline": "a task folder of two files (tests/test_format_cline.py)",
+    "cline": "a task folder of two files (tests/formats/test_format_cline.py)",
     "cursor": "an SQLite database",
     "opencode": "an SQLite database or a storage folder",
-    "hermes": "an SQLite database or its export (tests/test_format_hermes.py)",
-    "hermes-trajectory": "no corpus file (tests/test_format_hermes_trajectory.py)",
+    "hermes": "an SQLite database or its export (tests/formats/test_format_hermes.py)",
+    "hermes-trajectory": "no corpus file (tests/formats/test_format_hermes_trajectory.py)",
     "openhands-sdk": "a conversation folder of event files",
-    "aider-llm": "no corpus file (tests/test_format_aider.py)",
+    "aider-llm": "no corpus file (tests/formats/test_format_aider.py)",
 }
 """Readers this byte-level test does not reach (no single corpus-shaped file to mutate):
-``tests/test_nothing_dropped_built.py`` holds them to the same property on inputs built by
+``tests/formats/test_nothing_dropped_built.py`` holds them to the same property on inputs built by
 their own tests' builders."""
 
 

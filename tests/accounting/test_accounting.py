@@ -151,7 +151,7 @@ def test_recorded_usage_beside_simulated_and_hidden_prefix_inferred() -> None:
         ),
     )
     session = Session(path="<cc>", format="claude-code", calls=calls, prefix_known=False)
-    # The simulator alone: the misses no request shows are tested in tests/test_misses.py.
+    # The simulator alone: the misses no request shows are tested in test_misses.py.
     ledger = price_session(session, WordCounter(), PRICE, misses=NO_MISSES)
     # Recorded total input of call 1 (5300) minus the counted messages (300) is the hidden prefix.
     assert ledger.prefix_inferred_tokens == 5000

@@ -13,7 +13,7 @@ from contextkit.models import UNKNOWN_MODEL, ModelInfo, resolve_model
 from contextkit.session import Call, Session
 from contextkit.tokens import CalibratedCounter, TiktokenCounter, counter_for
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "contextkit"
+SRC = Path(__file__).resolve().parents[2] / "src" / "contextkit"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from contextkit.cli import _app as cli_app
 from contextkit.cli import _tables as tables
 from contextkit.cli import app
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 WIDTHS = (80, 200)
 SESSION = "claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 STRATEGIES = ("-s", "as-recorded", "-s", "none", "-s", "evict-tool-results")
@@ -136,7 +136,7 @@ def test_cost_and_what_ifs_fit(corpus: Path) -> None:
 
 @pytest.mark.usefixtures("columns")
 def test_cost_of_a_profile_fits() -> None:
-    profile = str(Path(__file__).parent.parent / "docs" / "examples" / "support-agent.toml")
+    profile = str(Path(__file__).parents[2] / "docs" / "examples" / "support-agent.toml")
     args = ("cost", "--profile", profile, "--tickets", "200", "--seed", "1", "--add-tools", "5")
     data = _json(*args)
     for width in WIDTHS:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategy_support import ends_with, valid_conversations
 
 from contextkit.messages import Conversation, validate
 from contextkit.strategies import (
@@ -42,7 +43,6 @@ from contextkit.strategies import (
 from contextkit.strategies._structure import last_turn_start
 from contextkit.testing.strategies import valid_conversations as shared_conversations
 from contextkit.tokens import ApproxCounter
-from test_strategies_support import ends_with, valid_conversations
 
 # contextkit.testing's generator (odd text, server tools, results in any order, unknown blocks)
 # and this suite's own (realistic sizes, so that budgets bite and strategies really apply).

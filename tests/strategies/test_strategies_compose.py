@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from strategy_support import coding_session, is_valid, without_thinking
+
 from contextkit.messages import Conversation
 from contextkit.pricing import ModelPrice
 from contextkit.strategies import (
@@ -24,7 +26,6 @@ from contextkit.strategies import (
     When,
 )
 from contextkit.tokens import ApproxCounter
-from test_strategies_support import coding_session, is_valid, without_thinking
 
 
 def facts(budget: int = 200_000, window: int = 200_000) -> CallFacts:
