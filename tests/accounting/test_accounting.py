@@ -21,18 +21,11 @@ from contextkit.cache import AnthropicCache
 from contextkit.errors import ContextkitError
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock
-from contextkit.pricing import ModelPrice, PriceTier, UnknownPriceWarning
+from contextkit.pricing import PriceTier, UnknownPriceWarning
 from contextkit.session import Call, Session, Usage
-from contextkit.testing import FixedCounter, WordCounter, words
+from contextkit.testing import FixedCounter, WordCounter, fixed_price, words
 
-PRICE = ModelPrice(
-    model="test-model",
-    input=3.0,
-    output=15.0,
-    cache_write_5m=3.75,
-    cache_write_1h=6.0,
-    cache_read=0.30,
-)
+PRICE = fixed_price("test-model")
 CFG = AnthropicCache(min_tokens=1024)
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}

@@ -19,18 +19,10 @@ from contextkit.accounting import (
 )
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from contextkit.pricing import ModelPrice
 from contextkit.session import Call, Session, Usage
-from contextkit.testing import WordCounter, words
+from contextkit.testing import WordCounter, fixed_price, words
 
-PRICE = ModelPrice(
-    model="claude-sonnet-4-5",
-    input=3.0,
-    output=15.0,
-    cache_write_5m=3.75,
-    cache_write_1h=6.0,
-    cache_read=0.3,
-)
+PRICE = fixed_price("claude-sonnet-4-5")
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HIDDEN = 1_000
 

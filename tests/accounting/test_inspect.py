@@ -21,13 +21,10 @@ from contextkit.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from contextkit.pricing import ModelPrice
 from contextkit.session import Call, Session
-from contextkit.testing import WordCounter, words
+from contextkit.testing import WordCounter, fixed_price, words
 
-PRICE = ModelPrice(
-    model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
-)
+PRICE = fixed_price("test")
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 assert inspect_cli.inspect_command is not None  # imported for its registration on ``app``
 

@@ -24,15 +24,12 @@ from contextkit.accounting import (
 from contextkit.errors import ConfigError
 from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Usage
-from contextkit.pricing import ModelPrice
 from contextkit.replay import find_session_files
 from contextkit.session import Call, Session
-from contextkit.testing import FixedCounter, assistant, tool_result, tool_use, user
+from contextkit.testing import FixedCounter, assistant, fixed_price, tool_result, tool_use, user
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-PRICE = ModelPrice(
-    model="m", input=3, output=15, cache_write_5m=3.75, cache_write_1h=6, cache_read=0.3
-)
+PRICE = fixed_price("m")
 
 
 def _call(messages: list[Message], usage: Usage, at: float, route: str | None = None) -> Call:

@@ -35,7 +35,6 @@ from contextkit.messages import (
     to_payload,
     validate,
 )
-from contextkit.pricing import ModelPrice
 from contextkit.replay import (
     AS_RECORDED,
     ORACLE,
@@ -60,12 +59,18 @@ from contextkit.strategies import (
     Strategy,
     strategy_from_spec,
 )
-from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
+from contextkit.testing import (
+    FixedCounter,
+    assistant,
+    conversation,
+    fixed_price,
+    tool_result,
+    tool_use,
+    user,
+)
 from contextkit.wire import to_anthropic_request
 
-PRICE = ModelPrice(
-    model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
-)
+PRICE = fixed_price("test")
 MODEL = "claude-sonnet-4-5-20250929"
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 SUMMARY_KEYS = {

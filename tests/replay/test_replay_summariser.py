@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from contextkit.messages import Conversation, Message
-from contextkit.pricing import ModelPrice
 from contextkit.replay import Replay, replay
 from contextkit.replay._summariser import modelled_usage
 from contextkit.session import Call, Session, Usage
@@ -23,11 +22,17 @@ from contextkit.strategies import (
     ScriptedSummariser,
     Strategy,
 )
-from contextkit.testing import FixedCounter, assistant, conversation, tool_result, tool_use, user
-
-PRICE = ModelPrice(
-    model="test", input=3.0, output=15.0, cache_write_5m=3.75, cache_write_1h=6.0, cache_read=0.3
+from contextkit.testing import (
+    FixedCounter,
+    assistant,
+    conversation,
+    fixed_price,
+    tool_result,
+    tool_use,
+    user,
 )
+
+PRICE = fixed_price("test")
 MODEL = "claude-sonnet-4-5-20250929"
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 AT = 4  # the call at which the test strategies summarise
