@@ -89,6 +89,31 @@ def input_error(session: Session, misses: MissModel) -> tuple[float, list[float]
     return (simulated / recorded - 1 if recorded else float("nan")), per_call
 
 
+def client_family(version: str | None) -> str:
+    """``2.1.2xx`` for ``2.1.209``, ``2.0.x`` for ``2.0.76``: releases grouped by hundreds."""
+    if not version:
+        return "unknown"
+    parts = version.split(".")
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[:3]):
+        return version
+    patch = int(parts[2])
+    return f"{parts[0]}.{parts[1]}.{patch // 100}xx" if patch >= 100 else f"{parts[0]}.{parts[1]}.x"
+
+
+def _grouped(rows: list[dict[str, object]], key: str) -> list[str]:
+    """Markdown rows: per group, sessions, median error, range."""
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(float(row["error"]))  # type: ignore[arg-type]
+    out = []
+    for name, errors in sorted(groups.items()):
+        out.append(
+            f"| {name} | {len(errors)} | {statistics.median(errors):+.1%} | "
+            f"{min(errors):+.1%} to {max(errors):+.1%} |"
+        )
+    return out
+
+
 def loso(rows: list[tuple[str, Path, Session]], *, own: bool = True) -> dict[str, object]:
     """``own``: each session's own measurement in place of the fitted model where it has enough
     calls, as ``replay``, ``compare`` and ``cost`` price a file with usage; else the model
@@ -111,6 +136,7 @@ def loso(rows: list[tuple[str, Path, Session]], *, own: bool = True) -> dict[str
                     "file": path.name,
                     "session": session.session_id,
                     "calls": len(session.calls),
+                    "client": client_family(session.client_version),
                     "error": err,
                     "synthetic usage": fake,
                 }
@@ -139,6 +165,10 @@ def _print_loso(result: dict[str, object]) -> None:
             f"| {row['source']} | {row['file']} {str(row['session'])[:8]} | {row['calls']} "
             f"| {row['error']:+.1%}{mark} |"
         )
+    real = [r for r in result["sessions"] if not r["synthetic usage"]]  # type: ignore[attr-defined]
+    for key, title in (("source", "held-out team"), ("client", "client version")):
+        print(f"\n| {title} | sessions | median error | range |\n|---|---|---|---|")
+        print("\n".join(_grouped(real, key)))
     print(
         f"\nmedian |error| {result['median_abs_error']:.1%}, mean signed "
         f"{result['mean_signed_error']:+.1%}, per-call total input median |error| "

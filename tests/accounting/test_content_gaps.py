@@ -21,6 +21,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.session import Call, Session, Usage
 from contextkit.testing import WordCounter, fixed_price, words
+from contextkit.tokens import counter_for
 
 PRICE = fixed_price("claude-sonnet-4-5")
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -157,9 +158,11 @@ def test_the_corpus_subagent_whose_oldest_results_were_cleared(corpus: Path) -> 
 def test_the_corpus_session_with_an_attachment_the_file_omits(corpus: Path) -> None:
     """codemie-claude: reading files in a folder with its own CLAUDE.md adds about 3k tokens at
     call 3 that every later call carries. (Later, smaller steps stay under the 3% bar and the
-    count drifts a few percent low by the end: not what this test measures.)"""
+    count drifts a few percent low by the end: not what this test measures.) The counter is the
+    shipped one, held fixed: the session's own factor (1.23, from its growth over all calls) is
+    tested in test_calibrate.py and moves calls 3-5 by 2-3%, which is not the gap."""
     session = _session(corpus / "codemie-claude" / "session-196820da.jsonl", "196820da")
-    ledger = price_session(session, misses=NO_MISSES)
+    ledger = price_session(session, counter_for(session.model_info), misses=NO_MISSES)
     note = next(n for n in ledger.notes if "content the file does not hold" in n)
     assert "at call 3" in note
     assert ledger.recorded is not None

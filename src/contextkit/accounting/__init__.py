@@ -7,6 +7,12 @@ Plots are in :mod:`contextkit.accounting.plots` (matplotlib, loaded on use).
 
 from __future__ import annotations
 
+from contextkit.accounting._calibrate import (
+    MIN_PAIRS,
+    SessionFactor,
+    session_counter,
+    session_factor,
+)
 from contextkit.accounting._content_gaps import (
     ContentGap,
     content_gaps,
@@ -68,6 +74,7 @@ from contextkit.accounting._omitted import (
 __all__ = [
     "CAUSES",
     "CLASSES",
+    "MIN_PAIRS",
     "NO_MISSES",
     "PARTS",
     "CacheDiagnosis",
@@ -81,6 +88,7 @@ __all__ = [
     "OmittedContent",
     "OutputSource",
     "RouteLoss",
+    "SessionFactor",
     "SessionReport",
     "TokenTable",
     "ToolResultCost",
@@ -104,6 +112,8 @@ __all__ = [
     "resized_prefix",
     "resumed_prefix",
     "save_miss_model",
+    "session_counter",
+    "session_factor",
     "session_miss_model",
     "shipped_miss_model",
     "split_user_text",

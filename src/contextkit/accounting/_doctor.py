@@ -39,11 +39,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from contextkit.accounting._calibrate import session_counter
 from contextkit.cache import TTL_1H_S, TTL_5M_S
 from contextkit.messages import Conversation, Message, ThinkingBlock, Usage, same_prefix
 from contextkit.pricing import PER_MILLION, lookup_price
 from contextkit.session import Call, Session
-from contextkit.tokens import TokenCounter, counter_for
+from contextkit.tokens import TokenCounter
 
 NEW = "new content"
 FIRST = "first write"
@@ -148,7 +149,7 @@ def diagnose_cache(session: Session, counter: TokenCounter | None = None) -> Cac
     calls = session.calls
     if not calls or any(c.usage is None for c in calls):
         return None
-    counter = counter or counter_for(session.model_info)
+    counter = counter or session_counter(session)
     hidden = _hidden_tokens(session, counter)
     out: list[CallCache] = []
     unique = 0

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from contextkit.accounting._calibrate import session_counter
 from contextkit.accounting._ledger import Ledger, price_session
 from contextkit.cache import CacheConfig
 from contextkit.messages import (
@@ -225,7 +226,7 @@ def inspect_session(
     "Simulated" means what it means in ``replay``, ``compare`` and ``cost``: the recorded requests
     through the cache simulator, with the output tokens the recording billed where it has usage
     (counted from the responses only where it has none)."""
-    counter = counter or counter_for(resolve_model(model) if model else session.model_info)
+    counter = counter or (counter_for(resolve_model(model)) if model else session_counter(session))
     ledger = price_session(session, counter, price, model=model, cache=cache, output="recorded")
     parts = _Parts(counter)
     hidden = ledger.prefix_inferred_tokens

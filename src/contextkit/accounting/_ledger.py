@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
+from contextkit.accounting._calibrate import session_counter
 from contextkit.accounting._doctor import diagnose_cache
 from contextkit.accounting._hidden import recorded_ttl
 from contextkit.accounting._misses import (
@@ -219,7 +220,8 @@ def price_session(
 ) -> Ledger:
     """Simulate the cache over ``session`` and price every call.
 
-    ``counter`` defaults to ``counter_for(session.model_info)``; ``price`` to each call's model
+    ``counter`` defaults to the session's own (:func:`session_counter`: calibrated on its recorded
+    usage where it has some); ``price`` to each call's model
     price (unknown: NaN cost, warned once per model). ``cache`` defaults to the provider of the
     model with its minimum cacheable length, breakpoints as sent or, where no request carries one,
     placed as the harness would (:func:`default_cache`). ``output="recorded"`` takes output tokens
@@ -242,7 +244,8 @@ def price_session(
         )
         if requests is not None:
             requests = [r.model_copy(update={"model": model}) for r in requests]
-    counter = counter or counter_for(session.model_info)
+    if counter is None:  # what-if model: that model's counter; else calibrated on the session
+        counter = counter_for(session.model_info) if model is not None else session_counter(session)
     recorded = _recorded(session.calls)
     sent = [c.request for c in session.calls] if requests is None else requests
     if isinstance(counter, MemoCounter):

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from contextkit.accounting import session_counter
 from contextkit.estimate import Change, Ticket, TicketTable, price_tickets
 from contextkit.replay import ASSUMPTION, EDIT_FLOOR, SPAN_FLOOR, Replay, run_strategy
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import PRESETS
-from contextkit.tokens import counter_for
 
 BASELINE = "none"
 RECALL_FLOOR = 0.9
@@ -192,7 +192,7 @@ def run_demo(
     """Replay the example under ``strategies`` (``none`` is always run, first) and price it."""
     spec = spec or demo_spec()
     session = generate_session(spec)
-    counter = counter_for(session.model_info)  # shared: each block is tokenised once
+    counter = session_counter(session)  # shared: each block is tokenised once
     names = [BASELINE, *(s for s in strategies if s != BASELINE)]
     replays = tuple(run_strategy(session, name, counter=counter) for name in names)
     best = pick_best(replays)

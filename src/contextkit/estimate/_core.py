@@ -42,6 +42,7 @@ from contextkit.accounting import (
     omitted_content,
     rescaled_gap,
     resized_prefix,
+    session_counter,
     session_miss_model,
     shipped_miss_model,
     with_content_gaps,
@@ -238,7 +239,7 @@ def _ratio(session: Session, old: TokenCounter, new: TokenCounter) -> tuple[floa
 
 
 def _setup(session: Session, change: Change) -> _Setup:
-    base_counter = counter_for(session.model_info)
+    base_counter = session_counter(session)
     recorded = _recorded(session.calls)
     hidden, warm, read = _hidden(session, base_counter, recorded)
     config = default_cache(session, recorded)
@@ -431,7 +432,7 @@ def _ledger_arrays(
     session: Session, ledger: Ledger, requests: Sequence[Conversation], ticket: int
 ) -> PricedSession:
     """Per-call arrays from a ledger (a replay's), in the same layout as the baseline's."""
-    counter = counter_for(session.model_info)
+    counter = session_counter(session)
     memo: dict[object, int] = {}
     hidden = ledger.prefix_inferred_tokens or 0
     table = ledger.simulated

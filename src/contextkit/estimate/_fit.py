@@ -28,13 +28,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from contextkit.accounting import session_counter
 from contextkit.errors import ConfigError
 from contextkit.estimate._core import Ticket
 from contextkit.estimate._dist import Choice, Fixed, LogNormal
 from contextkit.estimate._profile import Profile
 from contextkit.messages import Conversation, Message
 from contextkit.session import Session, Usage
-from contextkit.tokens import TokenCounter, counter_for
+from contextkit.tokens import TokenCounter
 
 
 @dataclass
@@ -79,7 +80,7 @@ def _prefix(session: Session, counter: TokenCounter) -> tuple[float, bool]:
 
 
 def _observe(session: Session, seen: _Observed) -> None:
-    counter = counter_for(session.model_info)
+    counter = session_counter(session)
     turns = session.user_turns()
     seen.turns.append(float(len(turns)))
     prefix, warm = _prefix(session, counter)

@@ -147,8 +147,9 @@ prompt caching"). Models not listed follow the documented rule by version
 def keeps_prior_thinking(claude: ClaudeModel | None, when: date | datetime | None = None) -> bool:
     """True when a model bills the thinking of turns before the last non-tool-result user message.
 
-    False for models that strip it (Claude before Opus 4.5 / Sonnet 4.6, and every Haiku). True for
-    non-Claude or unknown models: nothing is stripped, the request is counted as sent.
+    False for models that strip it (Claude before Opus 4.5 / Sonnet 4.6, and every Haiku); a tier
+    no rule names goes by the Sonnet rule. True for non-Claude or unknown models: nothing is
+    stripped, the request is counted as sent.
     """
     if claude is None:
         return True
@@ -156,9 +157,13 @@ def keeps_prior_thinking(claude: ClaudeModel | None, when: date | datetime | Non
     if entries is not None:
         return pick(entries, when).value
     version = (claude.major, claude.minor)
+    if claude.tier == "haiku":
+        return False
     if claude.tier == "opus":
         return version >= (4, 5)
-    return claude.tier == "sonnet" and version >= (4, 6)
+    # Sonnet from 4.6 on, and a tier no rule names yet (``claude-fable-5``) as Sonnet: the newer
+    # generations keep it (a 5-series recording reads its cache across new user turns)
+    return version >= (4, 6)
 
 
 # --- images -----------------------------------------------------------------------------------

@@ -27,7 +27,9 @@ class ClaudeModel(NamedTuple):
         return f"{self.tier}-{version}"
 
 
-_NEW_STYLE = re.compile(r"^claude-(opus|sonnet|haiku)-(\d)(?:-(\d{1,2}))?(?=-|$)")
+_NEW_STYLE = re.compile(r"^claude-([a-z]+)-(\d)(?:-(\d{1,2}))?(?=-|$)")
+"""``claude-<tier>-<major>[-<minor>]``: any tier, so a model that shipped after the last fit
+(``claude-fable-5``) is still a Claude model, of its version's tokenizer generation."""
 _OLD_STYLE = re.compile(r"^claude-(\d)(?:-(\d))?-(opus|sonnet|haiku)(?=-|$)")
 
 

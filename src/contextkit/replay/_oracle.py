@@ -39,7 +39,7 @@ from datetime import datetime
 
 import numpy as np
 
-from contextkit.accounting import default_cache
+from contextkit.accounting import default_cache, session_counter
 from contextkit.cache import AnthropicCache
 from contextkit.messages import Block, Conversation, Message, ToolResultBlock, ToolUseBlock
 from contextkit.pricing import ModelPrice, lookup_price
@@ -48,7 +48,7 @@ from contextkit.replay._strict import QuoteIndex, edit_strings, quote_text, span
 from contextkit.replay._walk import _Thread, _Walker
 from contextkit.session import Call, Session
 from contextkit.strategies import CallFacts, Compacted, Receipt, is_evicted, placeholder
-from contextkit.tokens import MemoCounter, TokenCounter, counter_for
+from contextkit.tokens import MemoCounter, TokenCounter
 
 ORACLE = "oracle"
 BOUND_NOTE = (
@@ -279,7 +279,7 @@ def plan_oracle(
 ) -> OraclePlan:
     """The oracle's plan for ``session`` (see the module docstring)."""
     model = session.model_info
-    counter = counter or counter_for(model)
+    counter = counter or session_counter(session)
     if isinstance(counter, MemoCounter):
         counter.prime((c.request for c in session.calls), (c.response for c in session.calls))
     window = window or model.context_window or 200_000

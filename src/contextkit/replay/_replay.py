@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from contextkit._gc import no_cycle_collection
-from contextkit.accounting import Ledger, default_cache, price_session
+from contextkit.accounting import Ledger, default_cache, price_session, session_counter
 from contextkit.cache import AnthropicCache
 from contextkit.messages import Conversation, Message
 from contextkit.pricing import ModelPrice
@@ -61,7 +61,7 @@ from contextkit.replay._summariser import SummariserBill, SummariserCall
 from contextkit.replay._walk import _Thread, _Walker, _with_head
 from contextkit.session import Session
 from contextkit.strategies import CallFacts, Receipt, Strategy, head_tokens
-from contextkit.tokens import MemoCounter, TokenCounter, counter_for
+from contextkit.tokens import MemoCounter, TokenCounter
 
 ASSUMPTION = (
     "replay keeps the recorded responses: it measures what each view would have cost and kept, "
@@ -238,7 +238,7 @@ def replay(
     """Replay ``session`` under ``strategy`` (see the module docstring). ``weights``: the
     rarity weights of recall facts (default: the corpus's, :func:`default_weights`)."""
     model = session.model_info
-    counter = counter or counter_for(model)
+    counter = counter or session_counter(session)
     if isinstance(counter, MemoCounter):  # the tape's text, tokenised in one pass
         counter.prime((c.request for c in session.calls), (c.response for c in session.calls))
     window = window or model.context_window or 200_000
@@ -377,7 +377,7 @@ def replay_as_recorded(
 ) -> Replay:
     """The recording itself: recorded requests, recorded usage where present (the real bill)."""
     model = session.model_info
-    counter = counter or counter_for(model)
+    counter = counter or session_counter(session)
     window = window or model.context_window or 200_000
     ledger = price_session(session, counter, price, output="recorded")
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]

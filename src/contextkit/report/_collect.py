@@ -35,6 +35,7 @@ from contextkit.accounting import (
     diagnose_cache,
     heaviest_tool_results,
     price_session,
+    session_counter,
 )
 from contextkit.errors import ContextkitError
 from contextkit.estimate import (
@@ -51,7 +52,6 @@ from contextkit.messages import ToolResultBlock
 from contextkit.replay import AS_RECORDED, compare
 from contextkit.session import Session
 from contextkit.strategies import PRESETS
-from contextkit.tokens import counter_for
 
 Basis = Literal["recorded", "simulated"]
 DEFAULT_WHAT_IFS = WhatIfs(add_tools=10, system_tokens=2000, cache="off")
@@ -210,7 +210,7 @@ def _money(value: float | None) -> float | None:
 
 def session_facts(session: Session, name: str, project: str) -> SessionFacts:
     """One session priced, diagnosed and its heaviest tool results found."""
-    counter = counter_for(session.model_info)
+    counter = session_counter(session)
     ledger = price_session(session, counter)
     diagnosis = diagnose_cache(session, counter)
     table, basis = _table(ledger)

@@ -154,6 +154,8 @@ class CalibratedCounter(MemoCounter):
     def name(self) -> str:
         encoding = getattr(self.base, "encoding", self.base.name).removesuffix("_base")
         status = "" if self.params.fitted else ", not fitted"
+        if self.params.note.startswith("measured on this session"):
+            status = ", measured on this session's usage"
         label = self.model.id or self.params.family
         return f"calibrated:{label} ({encoding} x{self.params.factor:.2f}{status})"
 
