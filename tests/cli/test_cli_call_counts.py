@@ -84,3 +84,49 @@ def test_validate_inspect_and_cost_count_the_same_calls(corpus: Path, name: str)
     assert _counts(path) == (CALLS[name],) * 3
     if name not in NOT_JSON:
         assert json_call_count(path) == CALLS[name]
+
+
+def _compared_calls(path: Path) -> int:
+    """Calls ``compare`` replays in the file (every session, subagents included), as recorded."""
+    from contextkit.replay import compare_file  # noqa: PLC0415
+
+    result = compare_file(str(path), ["as-recorded"], lenient=True)
+    assert result.error is None, result.error
+    return sum(int(row["calls"]) for row in result.results)
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_every_corpus_file_is_replayed_inspected_and_validated_alike(corpus: Path) -> None:
+    """Every file of the corpus, whatever its format: ``compare`` replays the calls ``inspect``
+    prices and ``validate`` checks, every session of the file included (``replay`` replays the
+    first and names the others it left out)."""
+    differing = []
+    for path in readable_corpus_files(corpus):
+        validated = _run("validate", "--json", "--lenient", path)["files"][0]["calls"]
+        inspected = sum(
+            s["calls"] for s in _run("inspect", "--json", "--lenient", path)["sessions"]
+        )
+        compared = _compared_calls(path)
+        if not validated == inspected == compared:
+            differing.append(
+                f"{path.name}: validate {validated}, inspect {inspected}, compare {compared}"
+            )
+    assert differing == []
+
+
+@pytest.mark.corpus
+def test_replay_names_the_sessions_it_left_out(corpus: Path) -> None:
+    """entire-claude s-6d: the main session (165 calls) replayed, its 7 agent_progress subagents
+    (163 calls) named as left out, in the table and in JSON."""
+    path = corpus / "entire-claude" / "s-6d-9f76bd01e9-0.jsonl"
+    doc = _run("replay", "--json", "-s", "none", path)
+    assert doc["calls"] == 165
+    assert len(doc["not_replayed"]) == 7
+    assert (
+        sum(s["calls"] for s in doc["not_replayed"])
+        == CALLS[path.relative_to(corpus).as_posix()] - 165
+    )
+    assert all(s["subagent"] for s in doc["not_replayed"])
+    shown = runner.invoke(app, ["replay", "-s", "none", str(path)])
+    assert "not replayed here: 7 subagent session(s), 163 calls" in " ".join(shown.output.split())

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from contextkit.replay import FileResult, Replay
+    from contextkit.session import Session
 
 AS_RECORDED = "as-recorded"
 ORACLE = "oracle"
@@ -134,11 +135,24 @@ def replay_command(
     row = {AS_RECORDED: baseline.summary(), "none": none.summary()}
     row[result.strategy] = result.summary()
     saved = savings(row)
+    others = [
+        s for top in loaded.sessions for s in top.all_sessions() if s is not loaded.sessions[0]
+    ]
+    others = [s for s in others if s.calls]
     if as_json:
         skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
-        print_json({**result.to_json(), "savings": saved[result.strategy], "skipped": skipped})
+        left = [
+            {
+                "session": s.session_id,
+                "calls": len(s.calls),
+                "subagent": s.parent_session_id is not None,
+            }
+            for s in others
+        ]
+        doc = {**result.to_json(), "savings": saved[result.strategy], "skipped": skipped}
+        print_json({**doc, "not_replayed": left})
         return
-    _print_replay(result, baseline, none, saved, len(loaded.sessions), wide)
+    _print_replay(result, baseline, none, saved, others, wide)
     if dump_requests is not None:
         console.print(f"requests written to {dump_requests}", highlight=False, soft_wrap=True)
     if plot is not None:
@@ -150,7 +164,7 @@ def _print_replay(
     baseline: Replay,
     none: Replay,
     saved: dict[str, dict[str, float | None]],
-    sessions: int,
+    others: list[Session],
     wide: bool,
 ) -> None:
     from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
@@ -186,8 +200,19 @@ def _print_replay(
     console.print(f"[dim]{SAVINGS_NOTE}. {ASSUMPTION}[/]")
     if result.strategy == ORACLE:
         console.print(f"[bold]{BOUND_NOTE}.[/]")
-    if sessions > 1:
-        console.print(f"[dim]the file holds {sessions} sessions; the first was replayed[/]")
+    if others:
+        subs = [s for s in others if s.parent_session_id is not None]
+        calls = sum(len(s.calls) for s in others)
+        what = (
+            f"{len(subs)} subagent session(s)"
+            if len(subs) == len(others)
+            else (f"{len(others)} other session(s), {len(subs)} of them subagents")
+        )
+        console.print(
+            f"not replayed here: {what}, {calls} calls (this command replays the file's first "
+            "session; `contextkit compare FILE -s STRATEGY` replays every one)",
+            highlight=False,
+        )
 
 
 CompareStrategyOption = Annotated[
