@@ -179,3 +179,19 @@ def test_headline_and_what_ifs_start_from_the_recorded_bill(corpus: Path) -> Non
 def test_headline_is_simulated_without_a_bill() -> None:
     report = estimate_from_profile(parse_profile('model = "claude-sonnet-4-5"\ntools = 3\n'))
     assert report.to_json()["basis"] == "simulated"
+
+
+def test_a_what_if_applies_the_simulated_ratio_to_the_bill() -> None:
+    """The README's own what-if once printed a negative cost per ticket: the bill ($0.10) plus a
+    simulated difference (-$0.12) taken on a simulation 70% above the bill. The ratio (what-if /
+    baseline, both simulated) applied to the bill cannot go below zero."""
+    from contextkit.estimate._report import applied_to_bill  # noqa: PLC0415
+
+    bill = np.array([0.10, 0.20, 0.05])
+    baseline = np.array([0.17, 0.20, 0.0])
+    changed = np.array([0.05, 0.30, 0.01])
+    out = applied_to_bill(bill, baseline, changed)
+    assert out[0] == pytest.approx(0.10 * 0.05 / 0.17)
+    assert out[0] > 0 > bill[0] + changed[0] - baseline[0]
+    assert out[1] == pytest.approx(0.30)
+    assert out[2] == pytest.approx(0.06)  # no simulated baseline: no ratio, the difference

@@ -20,7 +20,7 @@ none (it prices them; a recording's own model stays).
 "max_usd", "simulated", "breakdown", "what_if": [{"change", "mean_usd", "delta_usd",
 "delta_pct", ...}], "recorded", "closed_form", "per_ticket", "notes", ...}``. Where every ticket
 has a recorded bill, ``basis`` is ``recorded``: the headline figures are the bill and each what-if
-is the bill plus the simulated difference, ticket by ticket (``simulated`` holds the simulated
+is the bill times the simulated ratio, ticket by ticket (``simulated`` holds the simulated
 baseline beside it); else ``basis`` is ``simulated``. ``--plot OUT.png`` draws the distribution
 and the breakdown. Bad input exits with code 2 and a message naming the file.
 """
@@ -386,7 +386,7 @@ def _breakdown_table(b: dict[str, Any], wide: bool = False) -> Table:
 
 
 def _what_if_table(data: dict[str, Any], wide: bool = False) -> Table:
-    basis = ", the bill plus the simulated difference" if data["basis"] == "recorded" else ""
+    basis = ", the bill times the simulated ratio" if data["basis"] == "recorded" else ""
     tab = t.table(f"What if (baseline {t.money(data['mean_usd'], wide)} per ticket{basis})")
     t.label_column(tab, "change")
     for col in ("mean", "delta", "delta\n%", "writes", "reads"):

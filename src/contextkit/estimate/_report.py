@@ -96,7 +96,8 @@ class CostReport:
 
     def _truth(self) -> FloatArray | None:
         """Each ticket's recorded bill when every ticket has one: the headline starts from it,
-        and each what-if is the bill plus the simulated difference, ticket by ticket."""
+        and each what-if is the bill times the simulated ratio, ticket by ticket
+        (:func:`applied_to_bill`)."""
         rec = self.recorded
         if self.source != "recordings" or rec is None or not len(rec):
             return None
@@ -107,7 +108,9 @@ class CostReport:
     ) -> dict[str, Any]:
         simulated = summary(what.table)
         stats = (
-            simulated if truth is None else _stats(truth + (what.table.cost - self.baseline.cost))
+            simulated
+            if truth is None
+            else _stats(applied_to_bill(truth, self.baseline.cost, what.table.cost))
         )
         mean = stats["mean_usd"]
         delta = None if mean is None or base_mean is None else float(mean) - float(base_mean)
@@ -149,6 +152,16 @@ class CostReport:
                 self.names, self.baseline.cost, rec, self.baseline.calls, strict=True
             )
         ]
+
+
+def applied_to_bill(bill: FloatArray, baseline: FloatArray, changed: FloatArray) -> FloatArray:
+    """A what-if on recordings with a bill: each ticket's bill times the simulated ratio (what-if
+    / baseline, both simulated), never the bill plus the simulated difference: where the
+    simulation runs above the bill, a difference can take the bill below zero. A ticket whose
+    simulated baseline is zero keeps the difference (there is no ratio)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(baseline > 0, changed / baseline, np.nan)
+    return np.where(np.isfinite(ratio), bill * ratio, bill + (changed - baseline))
 
 
 def _stats(cost: FloatArray) -> dict[str, float | int | None]:

@@ -257,7 +257,7 @@ def what_ifs(data: ReportData) -> str:
         "<h2 id=whatif>What-ifs: cost per ticket</h2>"
         f'<p class="note">{doc["tickets"]:,} tickets (a top-level session with its subagents). '
         "Each change is re-simulated over every call; where every ticket has a recorded bill the "
-        "figures are the bill plus the simulated difference.</p>"
+        "figures are the bill times the simulated ratio.</p>"
         + table(("change", "mean", "delta", "delta %", "p90"), rows, numeric=(1, 2, 3, 4))
         + "<h3>Size of each change (|delta %|)</h3>"
         + bar_chart(bars, "what-if deltas", lambda v: f"{v:.1f}%")
