@@ -23,7 +23,7 @@ from contextkit.demo import (
     pick_best,
     run_demo,
 )
-from contextkit.replay import SPAN_FLOOR
+from contextkit.replay import can_be_best
 from contextkit.strategies import PRESETS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -107,23 +107,17 @@ def test_ticket_breakdown_adds_up_to_the_replay_cost(small: DemoResult) -> None:
         assert ticket.calls == SMALL
 
 
-def test_best_is_the_cheapest_qualifying_strategy(small: DemoResult) -> None:
-    def qualifies(name: str) -> bool:
-        rep = small.replay_of(name)
-        assert rep.quality is not None
-        strict = rep.quality.span_recall >= SPAN_FLOOR and rep.quality.edit_feasibility == 1.0
-        return strict and not any(r.overflow for r in rep.rows)
-
-    costs = {r.strategy: r.cost_usd for r in small.replays if qualifies(r.strategy)}
+def test_best_is_the_cheapest_by_cost_plus_recovery(small: DemoResult) -> None:
+    summaries = {r.strategy: r.summary() for r in small.replays}
+    fit = {n: s for n, s in summaries.items() if can_be_best(s)}
     assert small.best is not None  # none itself qualifies on a short session
-    assert qualifies(small.best)
-    best_cost = small.replay_of(small.best).cost_usd
-    assert best_cost is not None
-    assert all(best_cost <= c for c in costs.values() if c is not None)
+    assert small.best in fit
+    best = fit[small.best]["cost_plus_recovery_usd"]
+    assert all(best <= s["cost_plus_recovery_usd"] for s in fit.values())
     # A strategy that only ties with the full tape is not called best.
     if small.best != BASELINE:
         assert small.saving(small.best) is not None
-    assert pick_best(small.replays, span_floor=1.01) is None
+    assert pick_best([r for r in small.replays if summaries[r.strategy]["unrecoverable"]]) is None
 
 
 def test_same_arguments_same_numbers(small: DemoResult) -> None:

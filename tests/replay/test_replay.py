@@ -39,6 +39,7 @@ from contextkit.replay import (
     AS_RECORDED,
     ORACLE,
     best_saving,
+    best_strategy,
     compare,
     compare_file,
     find_session_files,
@@ -94,6 +95,11 @@ SUMMARY_KEYS = {
     "edits_unseen",
     "summariser_usd",
     "summariser_calls",
+    "recovery_usd",
+    "recoveries",
+    "unrecoverable",
+    "cost_plus_recovery_usd",
+    "subagent_reruns",
 }
 
 
@@ -437,9 +443,8 @@ def _run(*args: str) -> Any:
 
 def test_replay_json_shape(session_file: Path) -> None:
     out = json.loads(_run("replay", str(session_file), "-s", "sliding-window", "--json").stdout)
-    assert {"path", "strategy", "model", "calls", "summary", "recorded_cost_usd", "rows"} <= set(
-        out
-    )
+    keys = {"path", "strategy", "model", "calls", "summary", "recorded_cost_usd", "rows"}
+    assert keys | {"recoveries", "not_replayed"} <= set(out)
     assert set(out["summary"]) == SUMMARY_KEYS
     assert out["path"] == str(session_file)
     assert out["strategy"] == "sliding-window"
@@ -653,38 +658,53 @@ def test_compare_markdown_table(session_file: Path, tmp_path: Path) -> None:
 
 
 def _summary(
-    cost: float | None, spans: float = 1.0, edits: float = 1.0, **more: int
+    cost: float | None,
+    recovery: float = 0.0,
+    lost: int = 0,
+    spans: float = 1.0,
+    **more: int,
 ) -> dict[str, Any]:
     base = {"cost_usd": cost, "recall": 1.0, "overflow_calls": 0, "compactions": 0}
-    strict = {"span_recall": spans, "edit_feasibility": edits}
-    return base | strict | {"peak_context_tokens": 50_000} | more
+    total = None if cost is None else cost + recovery
+    recovered = {
+        "recovery_usd": recovery,
+        "unrecoverable": lost,
+        "cost_plus_recovery_usd": total,
+        "span_recall": spans,
+        "edit_feasibility": 1.0,
+    }
+    return base | recovered | {"peak_context_tokens": 50_000} | more
 
 
-def test_best_saving_names_the_cheapest_fit_and_says_why_it_falls_short() -> None:
+def test_best_is_the_cheapest_by_cost_plus_recovery_with_nothing_unrecoverable() -> None:
+    """The ranking of the scoring issue: cost + what it costs to get back what was dropped; a
+    strategy that loses what cannot be got back (text the user typed, a subagent's report with no
+    run to repeat) is never best, however cheap; span recall is a column, not a threshold."""
     row = {
         AS_RECORDED: _summary(10.0),
         "none": _summary(9.0),
-        "evict": _summary(6.0, 0.96, compactions=4),
-        "lossy": _summary(2.0, 0.5, compactions=9),  # cheapest, but loses copied text
-        "no-edit": _summary(3.0, 1.0, 0.99, compactions=9),  # loses one edit in a hundred
+        "evict": _summary(5.0, recovery=1.0, spans=0.9, compactions=4),  # 6.0 in all
+        "cheap-but-refetches": _summary(4.0, recovery=2.5, compactions=9),  # 6.5 in all
+        "loses-user-text": _summary(2.0, lost=1, compactions=9),  # cheapest, but unrecoverable
         "over": _summary(1.0, overflow_calls=2),  # cheaper still, but overflows
         ORACLE: _summary(0.5, compactions=2),  # a bound, never the best
     }
-    assert best_saving(row, calls=40) == "evict -40%, -33% vs none"
-    row["evict"] = _summary(8.0, 0.96, compactions=4)
-    assert best_saving(row, calls=40) == "evict -20%, -11% vs none"
+    assert best_strategy(row) == "evict"
+    assert best_saving(row, calls=40) == "evict -50%, -44% vs none (recovery $1.00)"
+    row["evict"] = _summary(7.5, recovery=0.5, compactions=4)
+    assert best_strategy(row) == "cheap-but-refetches"
     quiet = {AS_RECORDED: _summary(10.0), "none": _summary(10.5), "evict": _summary(10.5)}
     assert best_saving(quiet, calls=5) == "none +5%: no strategy acted (peak context 50,000 tokens)"
     assert best_saving(quiet, calls=1) == "none +5%: one call, nothing to compact"
     unbilled = {AS_RECORDED: _summary(None), "none": _summary(1.0)}
     assert best_saving(unbilled, 3) == "no as-recorded cost (usage or price unknown)"
-    only_lossy = {**quiet, "lossy": _summary(2.0, 0.5, compactions=3)}
+    only_lossy = {**quiet, "lossy": _summary(2.0, lost=2, compactions=3)}
     assert best_saving(only_lossy, calls=5) == (
-        "none +5%: only strategies that lost copied text or edits acted"
+        "none +5%: only strategies that lost what cannot be got back acted"
     )
-    lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, 0.5, compactions=1)}
+    lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, lost=1, compactions=1)}
     assert best_saving(lossy, 3) == (
-        "no strategy kept copied spans >= 0.95 and every edit in the window"
+        "no strategy kept every call in the window without an unrecoverable loss"
     )
 
 

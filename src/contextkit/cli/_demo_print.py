@@ -157,25 +157,52 @@ def _cells(tickets: tuple[TicketCost, ...], key: str) -> list[str]:
 
 def _print_best(result: DemoResult) -> None:
     none = result.baseline
-    console.print(f"A ticket costs {_money(none.cost_usd)} with the full tape ({BASELINE}).")
+    over = sum(1 for row in none.rows if row.overflow)
+    overflow = f", which overflows the window at {over} calls" if over else ""
+    console.print(
+        f"A ticket costs {_money(none.cost_usd)} with the full tape ({BASELINE}{overflow}).",
+        highlight=False,
+    )
+    _print_recovery(result)
     if result.best is None:
         console.print(f"No strategy qualifies as best ({BEST_RULE}).")
         return
     if result.best == BASELINE:
         console.print(
-            f"No strategy that keeps the copied text and edits ({BEST_RULE}) is cheaper "
-            f"than the full tape on this session: best = {BASELINE}."
+            f"No strategy is cheaper than the full tape by cost + recovery on this session "
+            f"({BEST_RULE}): best = {BASELINE}."
         )
         return
     best = result.replay_of(result.best)
     saved = result.saving(result.best)
     share = f" ({saved[1]:.0%})" if saved else ""
+    summary = best.summary()
     console.print(
-        f"Best: [bold green]{result.best}[/] at {_money(best.cost_usd)} per ticket saves "
-        f"{_money(saved[0] if saved else None)}{share} against {BASELINE}, "
+        f"Best: [bold green]{result.best}[/] at {_money(best.cost_usd)} per ticket, "
+        f"{_money(summary['recovery_usd'])} more to get back what later calls needed, saves "
+        f"{_money(saved[0] if saved else None)}{share} against {BASELINE}{overflow}; "
         f"recall {best.recall.recall:.3f}, copied spans {_spans(best)}.\n"
         f"[dim]best = {BEST_RULE}.[/]"
     )
+
+
+def _print_recovery(result: DemoResult) -> None:
+    """Cost + recovery per strategy: what a later call needed that the view dropped, priced as
+    the agent getting it back (the tool run again; lost if the user typed it)."""
+    console.print(
+        "Cost + recovery (getting back what later calls needed and the view dropped):",
+        highlight=False,
+    )
+    width = max(len(rep.strategy) for rep in result.replays)
+    for rep in result.replays:
+        s = rep.summary()
+        lost = f", {s['unrecoverable']} item(s) lost for good" if s["unrecoverable"] else ""
+        console.print(
+            f"  {rep.strategy:<{width}} {_money(s['cost_usd'])} + "
+            f"{_money(s['recovery_usd'])} = {_money(s['cost_plus_recovery_usd'])}"
+            f" ({s['recoveries']} item(s){lost})",
+            highlight=False,
+        )
 
 
 def _spans(rep: Replay) -> str:

@@ -12,9 +12,10 @@ Contract:
   cache writes, cache reads, output).
 - The default example is sized (:data:`DEMO_RESULT_SCALE`) so that the full tape outgrows the
   model's context window near its end: a comparison where no strategy is needed would say nothing.
-- The best strategy is the cheapest one that passes the strict measures (copied-span recall at
-  least :data:`SPAN_FLOOR`, every edit feasible: :data:`EDIT_FLOOR`) and never overflows the
-  window (None when no strategy qualifies). Savings are against ``none``.
+- The best strategy is the cheapest by cost + recovery (what getting back what a later call needed
+  and the view dropped would cost the agent: :mod:`contextkit.replay`), with nothing lost that
+  cannot be got back and no call over the window (None when no strategy qualifies); fact, span and
+  edit recall are shown beside it. Savings are against ``none``.
 - Same arguments, same numbers: the example is seeded and replay is deterministic. Token counts
   come from the model's offline counter (an estimate for Claude; :attr:`DemoResult.counter`).
 - :func:`write_demo_plots` writes PNGs with matplotlib's object API and the Agg canvas only.
@@ -31,7 +32,7 @@ import numpy as np
 
 from contextkit.accounting import session_counter
 from contextkit.estimate import Change, Ticket, TicketTable, price_tickets
-from contextkit.replay import ASSUMPTION, EDIT_FLOOR, SPAN_FLOOR, Replay, run_strategy
+from contextkit.replay import ASSUMPTION, RULE, Replay, can_be_best, run_strategy
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import PRESETS
@@ -40,10 +41,7 @@ BASELINE = "none"
 RECALL_FLOOR = 0.9
 DEMO_RESULT_SCALE = 1.4
 """Tool results 1.4x the generator's default: at 150 calls the full tape peaks just over 200k."""
-BEST_RULE = (
-    f"cheapest strategy with copied-span recall >= {SPAN_FLOOR}, every edit feasible and no call "
-    "over the context window"
-)
+BEST_RULE = RULE
 TICKET_PARTS = ("prefix", "history", "new_input", "output")
 """The ticket's cost by content: fixed prefix, re-sent history, new input, output."""
 TICKET_CLASSES = ("uncached", "cache_write", "cache_read", "output")
@@ -135,23 +133,16 @@ class DemoResult:
         return out
 
 
-def pick_best(
-    replays: Sequence[Replay], span_floor: float = SPAN_FLOOR, edit_floor: float = EDIT_FLOOR
-) -> Replay | None:
-    """The cheapest replay with copied-span recall >= ``span_floor``, feasible edits >=
-    ``edit_floor`` and no overflowing call."""
-    fit = [
-        r
-        for r in replays
-        if r.cost_usd is not None
-        and r.quality is not None
-        and r.quality.span_recall >= span_floor
-        and r.quality.edit_feasibility >= edit_floor
-        and not any(row.overflow for row in r.rows)
-    ]
+def pick_best(replays: Sequence[Replay]) -> Replay | None:
+    """The replay that is cheapest by cost + recovery, with nothing lost that cannot be got back
+    and no overflowing call (:func:`contextkit.replay.can_be_best`)."""
+    fit = [(r, r.summary()) for r in replays]
+    fit = [(r, s) for r, s in fit if can_be_best(s)]
     # Ties go to the earlier replay: ``none`` first, so a strategy must beat the full tape.
-    ranked = sorted(enumerate(fit), key=lambda pair: (pair[1].cost_usd, pair[0]))
-    return ranked[0][1] if ranked else None
+    ranked = sorted(
+        enumerate(fit), key=lambda pair: (pair[1][1]["cost_plus_recovery_usd"], pair[0])
+    )
+    return ranked[0][1][0] if ranked else None
 
 
 def _as_sent(session: Session, rep: Replay) -> Session:

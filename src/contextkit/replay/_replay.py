@@ -49,6 +49,7 @@ from contextkit.replay._recall import (
     summarise,
     wanted_index,
 )
+from contextkit.replay._recovery import Recovery, prices_per_call, recoveries
 from contextkit.replay._strict import (
     NOTHING,
     CallQuality,
@@ -120,6 +121,9 @@ class Replay:
     quality: QualityReport | None = None
     """The strict measures (copied spans, edit feasibility); None for ``as-recorded`` (its views
     are the requests the responses were made from: nothing to measure)."""
+    recoveries: tuple[Recovery, ...] = ()
+    """What later calls needed that the view no longer held, and what getting each back costs
+    (:mod:`._recovery`); empty for ``as-recorded`` (its views are what the responses saw)."""
     summariser: tuple[SummariserCall, ...] = ()
     """The strategy's own summary calls (billed, or modelled for an offline summariser), part of
     :meth:`summary`'s costs and of the rows' ``cost_usd``, shown apart as ``summariser_usd``."""
@@ -177,7 +181,24 @@ class Replay:
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
             "recall": self.recall.recall,
+            **self._recovery(cost),
             **self._strict(),
+        }
+
+    def _recovery(self, cost: float | None) -> dict[str, Any]:
+        """Recovery cost (:mod:`._recovery`): its sum over the recoverable items, the unrecoverable
+        ones counted apart, and cost + recovery (None where a price is unknown)."""
+        costs = [r.cost_usd for r in self.recoveries if r.recoverable]
+        recovery = None if None in costs else float(sum(c for c in costs if c is not None))
+        total = None if cost is None or recovery is None else cost + recovery
+        return {
+            "recovery_usd": recovery,
+            "recoveries": len(self.recoveries),
+            "unrecoverable": sum(1 for r in self.recoveries if not r.recoverable),
+            "subagent_reruns": sum(
+                1 for r in self.recoveries if r.recoverable and r.kind == "subagent"
+            ),
+            "cost_plus_recovery_usd": total,
         }
 
     def _strict(self) -> dict[str, Any]:
@@ -215,6 +236,7 @@ class Replay:
             "lost_text_examples": [
                 {"call": c, "text": t} for c, t in (self.quality.examples if self.quality else ())
             ],
+            "recoveries": [r.to_json() for r in self.recoveries],
             "notes": [ASSUMPTION, *self.notes, *self.ledger.notes],
             "rows": [r.model_dump() for r in self.rows] if rows else [],
         }
@@ -304,7 +326,11 @@ def replay(
         bill=bill,
     )
     recall = summarise(scores, weighted=scorer.weighted)
-    return replace(done, recall=recall, quality=summarise_quality(scorer.quality))
+    context = [r.context_tokens for r in done.rows]
+    prices = prices_per_call(session, price)
+    found = recoveries(session, tapes, scores, index, context, prices, counter)
+    quality = summarise_quality(scorer.quality)
+    return replace(done, recall=recall, quality=quality, recoveries=found)
 
 
 @dataclass

@@ -8,9 +8,10 @@ The recorded bill is shown beside it where the file has usage. The gap to ``orac
 hindsight bound, :mod:`._oracle`) says how much a strategy leaves on the table; the oracle is a
 bound, never a recommendation, and is never the best.
 
-"Best" is the cheapest strategy (not ``as-recorded``, not ``oracle``) whose copied-span recall is
-at least :data:`SPAN_FLOOR`, whose edits are all feasible (:data:`EDIT_FLOOR`) and that never
-overflows the window.
+"Best" is the cheapest strategy (not ``as-recorded``, not ``oracle``) by cost + recovery (what the
+agent would pay to get back what the view dropped and a later call needed, :mod:`._recovery`),
+with no unrecoverable loss and no call over the window. Fact recall, copied-span recall and edit
+feasibility stay as columns: they say what was lost; recovery says what it costs.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ EDIT_FLOOR = 1.0
 TARGET_SAVING = 0.30
 """The saving against as-recorded that :func:`best_saving` explains when it is missed."""
 RULE = (
-    f"cheapest strategy with copied-span recall >= {SPAN_FLOOR}, every edit feasible and no call "
-    "over the window (oracle and as-recorded excluded)"
+    "cheapest strategy by cost + recovery, with nothing lost that cannot be got back and no call "
+    "over the window; one that must run a subagent again (its report may not come back the same) "
+    "only when every other must too (oracle and as-recorded excluded)"
 )
 
 
@@ -69,10 +71,22 @@ def savings(row: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float |
     return out
 
 
+def can_be_best(summary: Mapping[str, Any]) -> bool:
+    """Whether a replay summary may be best (:data:`RULE`): its cost + recovery known, nothing
+    lost that cannot be got back, no call over the window."""
+    return (
+        summary.get("cost_plus_recovery_usd") is not None
+        and summary.get("unrecoverable", 0) == 0
+        and summary.get("overflow_calls", 0) == 0
+    )
+
+
 def best_strategy(row: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The cheapest strategy by :data:`RULE` (None when none qualifies)."""
-    fit = {n: s for n, s in row.items() if n not in (AS_RECORDED, ORACLE) and strict_fit(s)}
-    return min(fit, key=lambda n: fit[n]["cost_usd"]) if fit else None
+    fit = {n: s for n, s in row.items() if n not in (AS_RECORDED, ORACLE) and can_be_best(s)}
+    exact = {n: s for n, s in fit.items() if not s.get("subagent_reruns", 0)}
+    pool = exact or fit
+    return min(pool, key=lambda n: pool[n]["cost_plus_recovery_usd"]) if pool else None
 
 
 def best_saving(row: Mapping[str, Mapping[str, Any]], calls: int) -> str:
@@ -84,13 +98,16 @@ def best_saving(row: Mapping[str, Mapping[str, Any]], calls: int) -> str:
         return "no as-recorded cost (usage or price unknown)"
     name = best_strategy(row)
     if name is None:
-        return f"no strategy kept copied spans >= {SPAN_FLOOR} and every edit in the window"
+        return "no strategy kept every call in the window without an unrecoverable loss"
     cost = row[name]["cost_usd"]
     saving = 1 - cost / base
     none = row.get("none", {}).get("cost_usd")
     text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than as recorded (simulated)
     if none and name != "none":
         text += f", {cost / none - 1:+.0%} vs none"
+    recovery = row[name].get("recovery_usd")
+    if recovery:
+        text += f" (recovery ${recovery:,.2f})"
     if saving >= TARGET_SAVING:
         return text
     acted = [s for n, s in row.items() if n not in (AS_RECORDED, ORACLE) and s["compactions"]]
@@ -99,8 +116,8 @@ def best_saving(row: Mapping[str, Mapping[str, Any]], calls: int) -> str:
     if not acted:
         peak = max(s["peak_context_tokens"] for n, s in row.items() if n != AS_RECORDED)
         return f"{text}: no strategy acted (peak context {peak:,} tokens)"
-    if not any(strict_fit(s) for s in acted):
-        return f"{text}: only strategies that lost copied text or edits acted"
+    if not any(can_be_best(s) for s in acted):
+        return f"{text}: only strategies that lost what cannot be got back acted"
     return text
 
 
@@ -115,6 +132,11 @@ def _share(value: float | None) -> str:
 def _cell(summary: Mapping[str, Any]) -> str:
     cost = summary["cost_usd"]
     text = "unknown" if cost is None else f"${cost:,.4f}"
+    recovery = summary.get("recovery_usd")
+    if recovery:
+        text += f" +{recovery:,.4f} recovery"
+    if summary.get("unrecoverable"):
+        text += f" ({summary['unrecoverable']} lost)"
     spans, edits = summary.get("span_recall"), summary.get("edit_feasibility")
     if spans is not None and edits is not None:
         text += f" / {spans:.2f} / {edits:.0%}"
@@ -232,6 +254,7 @@ __all__ = [
     "TARGET_SAVING",
     "best_saving",
     "best_strategy",
+    "can_be_best",
     "markdown_table",
     "savings",
     "session_tables",
