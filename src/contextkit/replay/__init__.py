@@ -13,6 +13,7 @@ from contextkit.replay._compare import (
     compare,
     compare_file,
     find_session_files,
+    oracle_replay,
     run_strategy,
     with_default_model,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "extract_facts",
     "find_session_files",
     "markdown_table",
+    "oracle_replay",
     "place_marks",
     "plan_oracle",
     "quote_text",

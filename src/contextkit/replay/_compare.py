@@ -13,7 +13,7 @@ one machine, run the same function under Dask or Ray; contextkit ships no schedu
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,8 +23,9 @@ from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats import detect, load
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
 from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_recorded
+from contextkit.replay._report import can_be_best
 from contextkit.session import Session
-from contextkit.strategies import strategy_from_spec
+from contextkit.strategies import PRESET_NAMES, strategy_from_spec
 
 SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 
@@ -80,17 +81,38 @@ def with_default_model(session: Session, model: str | None) -> Session:
     return session.model_copy(update={"calls": calls})
 
 
-def run_strategy(session: Session, spec: str, **options: Any) -> Replay:
+def run_strategy(
+    session: Session, spec: str, *, presets: Mapping[str, Replay] | None = None, **options: Any
+) -> Replay:
     """Replay one session under a preset / file / inline spec, ``as-recorded`` or ``oracle``
-    (the hindsight bound, planned on this session: :func:`plan_oracle`)."""
+    (:func:`oracle_replay`; ``presets``: the presets' replays of this session with the same
+    options, when already made, so the oracle does not replay them again)."""
     if spec == AS_RECORDED:
         return replay_as_recorded(session, **options)
     if spec == ORACLE:
-        planning = {k: v for k, v in options.items() if k in ("counter", "price", "window")}
-        plan = plan_oracle(session, **planning)
-        done = replay(session, Oracle(plan), name=ORACLE, **options)
-        return replace(done, notes=(BOUND_NOTE, *done.notes))
+        return oracle_replay(session, presets or {}, **options)
     return replay(session, strategy_from_spec(spec), name=spec, **options)
+
+
+def oracle_replay(session: Session, presets: Mapping[str, Replay], **options: Any) -> Replay:
+    """The bound: the cheapest by cost + recovery (with nothing lost for good and no call over
+    the window) among the hindsight eviction plan (:func:`plan_oracle`) and every preset's own
+    edits on this session. No preset can beat it, by construction; what it bounds is that action
+    space (which results to drop and when, when to slide or summarise, as those plans do), not
+    every conceivable strategy. ``presets``: replays already made with the same options."""
+    planning = {k: v for k, v in options.items() if k in ("counter", "price", "window")}
+    plan = plan_oracle(session, **planning)
+    candidates = {"hindsight eviction": replay(session, Oracle(plan), name=ORACLE, **options)}
+    for name in PRESET_NAMES:
+        made = presets.get(name)
+        candidates[name] = made if made is not None else run_strategy(session, name, **options)
+    scored = {name: r.summary() for name, r in candidates.items()}
+    fit = [name for name, s in scored.items() if can_be_best(s)]
+    chosen = min(fit, key=lambda n: scored[n]["cost_plus_recovery_usd"]) if fit else None
+    chosen = chosen or "hindsight eviction"
+    note = f"oracle: its best plan on this session is {chosen}"
+    done = candidates[chosen]
+    return replace(done, strategy=ORACLE, notes=(BOUND_NOTE, note, *done.notes))
 
 
 @dataclass(frozen=True)
@@ -119,8 +141,14 @@ def compare_file(
             if not found.calls:
                 continue
             session = with_default_model(found, model)
+            made: dict[str, Replay] = {}
+            runs: dict[str, Replay] = {}
+            for spec in sorted(specs, key=lambda s: s == ORACLE):  # the oracle reuses the others
+                runs[spec] = run_strategy(session, spec, presets=made)
+                if spec in PRESET_NAMES:
+                    made[spec] = runs[spec]
             for spec in specs:
-                result = run_strategy(session, spec).to_json(rows=False)
+                result = runs[spec].to_json(rows=False)
                 result["format"] = loaded.format
                 result["session_id"] = session.session_id
                 out.append(result)

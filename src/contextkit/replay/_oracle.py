@@ -52,8 +52,9 @@ from contextkit.tokens import MemoCounter, TokenCounter
 
 ORACLE = "oracle"
 BOUND_NOTE = (
-    "oracle is a hindsight bound, not a recommendation: it read the whole recording (which "
-    "results later calls quote) before choosing, which no live strategy can"
+    "oracle is a bound, not a recommendation: the cheapest by cost + recovery among a hindsight "
+    "eviction plan (it read which results later calls quote before choosing, which no live "
+    "strategy can) and every preset's own edits on this session, so no preset beats it"
 )
 OVERFLOW_PENALTY_USD = 1_000.0
 """What the planner charges for a call over the window: more than any saving, so it keeps

@@ -187,10 +187,13 @@ class Replay:
 
     def _recovery(self, cost: float | None) -> dict[str, Any]:
         """Recovery cost (:mod:`._recovery`): its sum over the recoverable items, the unrecoverable
-        ones counted apart, and cost + recovery (None where a price is unknown)."""
+        ones counted apart, and cost + recovery (None where a price is unknown, or where something
+        was lost for good: no price gets it back)."""
         costs = [r.cost_usd for r in self.recoveries if r.recoverable]
         recovery = None if None in costs else float(sum(c for c in costs if c is not None))
-        total = None if cost is None or recovery is None else cost + recovery
+        lost = any(not r.recoverable for r in self.recoveries)
+        # Something lost for good has no price: cost + recovery is not a number then.
+        total = None if cost is None or recovery is None or lost else cost + recovery
         return {
             "recovery_usd": recovery,
             "recoveries": len(self.recoveries),
