@@ -100,6 +100,11 @@ SUMMARY_KEYS = {
     "unrecoverable",
     "cost_plus_recovery_usd",
     "subagent_reruns",
+    "probes",
+    "probe_artifacts",
+    "probe_task",
+    "probe_instructions",
+    "probe_errors",
 }
 
 

@@ -10,6 +10,7 @@ paths under ``"plots"``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.table import Table
@@ -203,6 +204,24 @@ def _print_recovery(result: DemoResult) -> None:
             f" ({s['recoveries']} item(s){lost})",
             highlight=False,
         )
+    console.print("Probes where the view was edited (share passed):", highlight=False)
+    for rep in result.replays:
+        s = rep.summary()
+        if s["probes"]:
+            console.print(f"  {rep.strategy:<{width}}{_probe_cells(s)}", highlight=False)
+
+
+def _probe_cells(summary: dict[str, Any]) -> str:
+    """The probes' shares where the strategy edited the view (files, task, rules, errors)."""
+    if not summary["probes"]:
+        return ""
+    names = {"artifacts": "files", "task": "task", "instructions": "rules", "errors": "errors"}
+    # files read or changed so far; the task the user set; the user's rules; errors still open
+    cells = [
+        f"{label} {'-' if summary[f'probe_{c}'] is None else format(summary[f'probe_{c}'], '.2f')}"
+        for c, label in names.items()
+    ]
+    return " " + " ".join(cells)
 
 
 def _spans(rep: Replay) -> str:

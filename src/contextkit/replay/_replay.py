@@ -38,6 +38,7 @@ from contextkit.cache import AnthropicCache
 from contextkit.messages import Conversation, Message
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
+from contextkit.replay._probes import CATEGORIES, ProbeScore, probe_edits
 from contextkit.replay._rarity import FactWeights, default_weights
 from contextkit.replay._recall import (
     CallRecall,
@@ -121,6 +122,9 @@ class Replay:
     quality: QualityReport | None = None
     """The strict measures (copied spans, edit feasibility); None for ``as-recorded`` (its views
     are the requests the responses were made from: nothing to measure)."""
+    probes: ProbeScore | None = None
+    """Probes of what the agent must still know, asked where the strategy edited the view
+    (:mod:`._probes`); None for ``as-recorded``."""
     recoveries: tuple[Recovery, ...] = ()
     """What later calls needed that the view no longer held, and what getting each back costs
     (:mod:`._recovery`); empty for ``as-recorded`` (its views are what the responses saw)."""
@@ -182,8 +186,14 @@ class Replay:
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
             "recall": self.recall.recall,
             **self._recovery(cost),
+            **self._probes(),
             **self._strict(),
         }
+
+    def _probes(self) -> dict[str, Any]:
+        shares = self.probes.shares() if self.probes is not None else {}
+        asked = sum(self.probes.asked.values()) if self.probes is not None else 0
+        return {"probes": asked, **{f"probe_{c}": shares.get(c) for c in CATEGORIES}}
 
     def _recovery(self, cost: float | None) -> dict[str, Any]:
         """Recovery cost (:mod:`._recovery`): its sum over the recoverable items, the unrecoverable
@@ -240,6 +250,10 @@ class Replay:
                 {"call": c, "text": t} for c, t in (self.quality.examples if self.quality else ())
             ],
             "recoveries": [r.to_json() for r in self.recoveries],
+            "probe_failures": [
+                {"call": c, "category": k, "answer": a}
+                for c, k, a in (self.probes.failed if self.probes is not None else ())
+            ],
             "notes": [ASSUMPTION, *self.notes, *self.ledger.notes],
             "rows": [r.model_dump() for r in self.rows] if rows else [],
         }
@@ -277,6 +291,7 @@ def replay(
     tapes: list[Conversation] = []
     receipts: list[tuple[Receipt, ...]] = []
     scores: list[CallRecall] = []
+    edited: list[bool] = []  # the strategy changed the view it was given at this call
     # Validated once: validating the counter against its runtime Protocol at every call cost
     # more than some strategies; per call only plain values change (a copy validates nothing).
     usages = [c.usage for c in session.calls if c.usage is not None]
@@ -312,6 +327,7 @@ def replay(
         if result.receipts:
             bill.add(i, result.receipts, view, sent, facts)
         scores.append(scorer.score(thread, new, view, result.view, call.response))
+        edited.append(result.view is not view)
         thread.view = result.view
         views.append(result.view)
         tapes.append(thread.tape)
@@ -333,7 +349,8 @@ def replay(
     prices = prices_per_call(session, price)
     found = recoveries(session, tapes, scores, index, context, prices, counter)
     quality = summarise_quality(scorer.quality)
-    return replace(done, recall=recall, quality=quality, recoveries=found)
+    probes = probe_edits(tapes, views, edited)
+    return replace(done, recall=recall, quality=quality, recoveries=found, probes=probes)
 
 
 @dataclass

@@ -1,0 +1,155 @@
+"""Probes: deterministic questions about what the agent must still know, asked wherever a
+strategy edits the view, in the categories published probe evaluations of context compression
+use. Fact recall (:mod:`._recall`) is the "facts later used" category; the others:
+
+- ``artifacts``: the artifact trail, every file the agent read or modified so far (the paths its
+  tool calls named: ``file_path``, ``path``, ``notebook_path``, ``filename``);
+- ``task``: the task, the opening words of the first request the user typed;
+- ``instructions``: every constraint the user typed (a sentence with ``do not``, ``don't``,
+  ``never``, ``always``, ``must``, ``only``, ``make sure``);
+- ``errors``: errors still open, the first line of each tool result marked as an error in the
+  current turn.
+
+A probe passes when the view holds its answer, verbatim or inside a summary the strategy wrote
+(the text of every message, the system prompt and the tools' descriptions are searched). Each is
+asked from the tape of that call (what the agent had been told or had done by then), so a probe
+is a question the full history can always answer: the view is scored against it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from contextkit.accounting import split_user_text
+from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from contextkit.tokens import block_text
+
+CATEGORIES = ("artifacts", "task", "instructions", "errors")
+PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
+TASK_CHARS = 60
+"""How much of the first request a ``task`` probe asks for (its opening words, spaces folded)."""
+_CONSTRAINT = re.compile(r"\b(?:do not|don't|never|always|must|only|make sure)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_SPACES = re.compile(r"\s+")
+
+
+def _folded(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _typed(message: Message) -> str | None:
+    """The text a person typed in ``message``: the harness's injected parts (reminders, command
+    caveats) left out (None for tool results and assistant messages)."""
+    if message.role != "user":
+        return None
+    if isinstance(message.content, str):
+        text = message.content
+    elif any(isinstance(b, ToolResultBlock) for b in message.content):
+        return None
+    else:
+        text = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+    return split_user_text(text)[0]
+
+
+def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
+    """Each category's answers, asked of the tape of one call (see the module docstring)."""
+    paths: dict[str, None] = {}
+    instructions: dict[str, None] = {}
+    task: str | None = None
+    errors: list[str] = []
+    for message in tape.messages:
+        typed = _typed(message)
+        if typed is not None:
+            if typed.strip():
+                errors = []  # a new turn: the errors before it are not this turn's
+            if task is None and typed.strip():
+                task = _folded(typed)[:TASK_CHARS]
+            for sentence in _SENTENCE.findall(typed):
+                if _CONSTRAINT.search(sentence) and len(sentence.strip()) >= 12:
+                    instructions[_folded(sentence)] = None
+            continue
+        if isinstance(message.content, str):
+            continue
+        for block in message.content:
+            if isinstance(block, ToolUseBlock):
+                for key in PATH_KEYS:
+                    value = block.input.get(key)
+                    if isinstance(value, str) and value.strip():
+                        paths[value.strip()] = None
+            elif isinstance(block, ToolResultBlock) and block.is_error:
+                first = _folded(block_text(block).split("\n", 1)[0])[:120]
+                if first:
+                    errors.append(first)
+    return {
+        "artifacts": tuple(paths),
+        "task": (task,) if task else (),
+        "instructions": tuple(instructions),
+        "errors": tuple(dict.fromkeys(errors)),
+    }
+
+
+def view_text(view: Conversation) -> str:
+    """Everything the view shows the model, folded: system, tools' descriptions, messages."""
+    parts: list[str] = []
+    system = view.system
+    if isinstance(system, str):
+        parts.append(system)
+    elif system:
+        parts.extend(block_text(b) for b in system)
+    parts.extend(t.description or "" for t in view.tools)
+    for message in view.messages:
+        if isinstance(message.content, str):
+            parts.append(message.content)
+        else:
+            parts.extend(_texts(message))
+    return _folded("\n".join(parts))
+
+
+def _texts(message: Message) -> Iterator[str]:
+    for block in message.content if not isinstance(message.content, str) else ():
+        if isinstance(block, ToolUseBlock):
+            yield " ".join(str(v) for v in block.input.values())
+        else:
+            yield block_text(block)
+
+
+@dataclass
+class ProbeScore:
+    """Probes asked and passed per category, over every call where the strategy edited the view."""
+
+    asked: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    passed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    failed: list[tuple[int, str, str]] = field(default_factory=list)
+    """(call, category, answer) of the first few probes that failed."""
+
+    def ask(self, call: int, tape: Conversation, view: Conversation) -> None:
+        held = view_text(view)
+        for category, answers in questions(tape).items():
+            for answer in answers:
+                self.asked[category] += 1
+                if _folded(answer) in held:
+                    self.passed[category] += 1
+                elif len(self.failed) < 20:
+                    self.failed.append((call, category, answer[:120]))
+
+    def shares(self) -> dict[str, float | None]:
+        """Per category, the share of probes that passed (None: none was asked)."""
+        return {c: (self.passed[c] / self.asked[c] if self.asked[c] else None) for c in CATEGORIES}
+
+
+def probe_edits(
+    tapes: Sequence[Conversation],
+    views: Sequence[Conversation],
+    edited: Sequence[bool],
+) -> ProbeScore:
+    """Probes asked at every call whose view the strategy edited (``edited``)."""
+    score = ProbeScore()
+    for call, (tape, view, changed) in enumerate(zip(tapes, views, edited, strict=True)):
+        if changed and view is not tape:
+            score.ask(call, tape, view)
+    return score
+
+
+__all__ = ["CATEGORIES", "ProbeScore", "probe_edits", "questions", "view_text"]
