@@ -23,6 +23,7 @@ other models than the session's own (a what-if), keep the shipped counter.
 from __future__ import annotations
 
 import statistics
+import weakref
 from dataclasses import dataclass
 
 from contextkit.cache import strip_prior_thinking
@@ -45,9 +46,24 @@ class SessionFactor:
     """How many pairs of consecutive calls measured it."""
 
 
+_LAST: list[tuple[weakref.ref[Session], str, SessionFactor | None]] = []
+"""The last session measured (weakly: it must not outlive its file in a fleet worker), with the
+counter it was measured for: a comparison replays one session under every strategy in turn."""
+
+
 def session_factor(session: Session, counter: CalibratedCounter) -> SessionFactor | None:
     """The factor ``session``'s recorded usage shows for ``counter``'s encoding (see the module
-    docstring), or None when fewer than :data:`MIN_PAIRS` pairs measure it."""
+    docstring), or None when fewer than :data:`MIN_PAIRS` pairs measure it. Measured once per
+    session object in a row."""
+    for seen, name, measured in _LAST:
+        if seen() is session and name == counter.name:
+            return measured
+    measured = _measure(session, counter)
+    _LAST[:] = [(weakref.ref(session), counter.name, measured)]
+    return measured
+
+
+def _measure(session: Session, counter: CalibratedCounter) -> SessionFactor | None:
     params = counter.params
     thinking = params.thinking_scale / params.factor
     ones = CalibratedCounter(
