@@ -101,3 +101,18 @@ def test_the_presets_are_probed_on_a_corpus_session(corpus: Path) -> None:
         assert (s["probes"] > 0) == (s["compactions"] > 0), name
     assert summaries["evict-tool-results"]["probe_errors"] < 0.5
     assert summaries["summary"]["probe_errors"] == 1.0
+
+
+def test_a_custom_tool_call_with_text_input_is_read() -> None:
+    """Codex's ``apply_patch`` is a custom tool whose input is the patch text, not an object
+    (every corpus replay failed on it before)."""
+    from contextkit.replay._probes import view_text  # noqa: PLC0415
+
+    patch = ToolUseBlock.model_validate(
+        {"type": "tool_use", "id": "p1", "name": "apply_patch", "input": "*** Begin Patch"}
+    )
+    view = Conversation(
+        model=MODEL, messages=(_text("user", TASK), Message(role="assistant", content=(patch,)))
+    )
+    assert questions(view)["artifacts"] == ()
+    assert "*** Begin Patch" in view_text(view)

@@ -19,7 +19,7 @@ is a question the full history can always answer: the view is scored against it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextkit.accounting import split_user_text
@@ -73,7 +73,7 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
         if isinstance(message.content, str):
             continue
         for block in message.content:
-            if isinstance(block, ToolUseBlock):
+            if isinstance(block, ToolUseBlock) and isinstance(block.input, Mapping):
                 for key in PATH_KEYS:
                     value = block.input.get(key)
                     if isinstance(value, str) and value.strip():
@@ -110,7 +110,8 @@ def view_text(view: Conversation) -> str:
 def _texts(message: Message) -> Iterator[str]:
     for block in message.content if not isinstance(message.content, str) else ():
         if isinstance(block, ToolUseBlock):
-            yield " ".join(str(v) for v in block.input.values())
+            given = block.input  # an object, or the text of a custom tool's call (apply_patch)
+            yield " ".join(map(str, given.values())) if isinstance(given, Mapping) else str(given)
         else:
             yield block_text(block)
 

@@ -218,7 +218,10 @@ def _classify(
 def _brief(use: ToolUseBlock | None) -> str:
     if use is None:
         return ""
-    text = ", ".join(f"{k}={v!s:.60}" for k, v in list(use.input.items())[:2])
+    given = use.input  # an object, or the text of a custom tool's call (apply_patch)
+    if not isinstance(given, Mapping):
+        return f"({str(given)[:60]})"
+    text = ", ".join(f"{k}={v!s:.60}" for k, v in list(given.items())[:2])
     return f"({text})"
 
 
