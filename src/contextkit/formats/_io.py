@@ -95,8 +95,13 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
     check = LINE_CHECK.get()
     if check is not None and check.path != path:
         check = None
-    for number, raw in enumerate(_lines(path), start=1):
+    for number, (raw, finished) in enumerate(_lines(path), start=1):
         if not raw.strip():
+            continue
+        if not finished and _unfinished(raw):
+            # The file's last line, cut before its end: a session still being written (or one
+            # that crashed). Read up to the line before it, strict or not, and say so.
+            skips.records.append(SkippedRecord(path=str(path), line=number, reason=IN_PROGRESS))
             continue
         try:
             text = raw.decode("utf-8")
@@ -111,13 +116,33 @@ def iter_jsonl(path: Path, skips: Skips) -> Iterator[tuple[int, dict[str, Any]]]
                 yield number, value
 
 
-def _lines(path: Path) -> Iterator[bytes]:
-    """The file's lines split at ``\\n`` (without it), read as they come: a reader holds one line
-    at a time, not the file (a trace of request bodies holds its history once per call)."""
+IN_PROGRESS = (
+    "the last line is unfinished (in progress: a session still being written, or cut off): "
+    "the file was read up to the line before it"
+)
+
+
+def _unfinished(raw: bytes) -> bool:
+    """Whether the file's last line, which has no newline, is a record cut before its end (not
+    valid JSON; a complete record without a newline is read as any other)."""
+    try:
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return exc.msg != "Extra data"  # records back to back, whole: read as such
+    except (ValueError, RecursionError):  # cut inside a character, or nested past the parser
+        return True
+    return False
+
+
+def _lines(path: Path) -> Iterator[tuple[bytes, bool]]:
+    """The file's lines split at ``\\n`` (without it), read as they come, each with whether it
+    ended with one (only the file's last line may not): a reader holds one line at a time, not the
+    file (a trace of request bodies holds its history once per call)."""
     try:
         with path.open("rb") as fh:
             for raw in fh:
-                yield raw[:-1] if raw.endswith(b"\n") else raw
+                finished = raw.endswith(b"\n")
+                yield (raw[:-1] if finished else raw), finished
     except OSError as exc:
         raise FormatError(path, f"cannot read file: {exc.strerror or exc}") from None
 
