@@ -21,6 +21,7 @@ re-sent every call, ``c`` is about half the average growth of the context per ca
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -52,7 +53,7 @@ from contextkit.cache import (
 )
 from contextkit.messages import Conversation
 from contextkit.models import UNKNOWN_MODEL, ModelInfo
-from contextkit.pricing import PER_MILLION, ModelPrice, price_or_warn
+from contextkit.pricing import PER_MILLION, ModelPrice, UnknownPriceWarning, price_or_warn
 from contextkit.session import Call, Session, Usage
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
@@ -440,6 +441,18 @@ class _Prices:
         if model.id not in self._by_model:
             self._by_model[model.id] = price_or_warn(model, call.timestamp)
         return self._by_model[model.id]
+
+
+def call_prices(session: Session, price: ModelPrice | None = None) -> list[ModelPrice | None]:
+    """Each call's price as :func:`price_session` takes it (``price``: one for every call; else
+    each call's model, a call that names none priced as the session's), without a second warning
+    for a price the ledger already named unknown."""
+    prices = _Prices(price, default_model=session.model_info)
+    if price is not None:
+        return [price] * len(session.calls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownPriceWarning)
+        return [prices._lookup(call) for call in session.calls]
 
 
 def _on_model(call: Call, model: str) -> Call:

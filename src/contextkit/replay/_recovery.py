@@ -25,16 +25,13 @@ extra call at that point, by the prices of that call's model.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
 from typing import Literal
 
 from contextkit.accounting import price_session
 from contextkit.messages import Conversation, Message, ToolResultBlock, ToolUseBlock
-from contextkit.models import resolve_model
-from contextkit.pricing import PER_MILLION, ModelPrice, UnknownPriceWarning, lookup_price
+from contextkit.pricing import PER_MILLION, ModelPrice
 from contextkit.replay._recall import CallRecall, FactIndex
 from contextkit.session import Session
 from contextkit.tokens import TokenCounter, block_text
@@ -108,11 +105,9 @@ def recoveries(
         if not score.lost:
             continue
         by_source: dict[str, tuple[_Source, list[str]]] = {}
-        for fact in score.lost:
-            found = _source(tape, fact, index, counter, subagents)
-            if found is None or found.key in charged:
-                continue
-            by_source.setdefault(found.key, (found, []))[1].append(fact)
+        for fact, found in _sources(tape, set(score.lost), index, counter, subagents).items():
+            if found.key not in charged:
+                by_source.setdefault(found.key, (found, []))[1].append(fact)
         for key, (found, facts) in by_source.items():
             charged.add(key)
             price = prices[call]
@@ -171,24 +166,28 @@ def _session_cost(session: Session) -> float | None:
     return None if total is None else float(total)
 
 
-def _source(
+def _sources(
     tape: Conversation,
-    fact: str,
+    facts: set[str],
     index: FactIndex,
     counter: TokenCounter,
     subagents: Mapping[str, Session],
-) -> _Source | None:
-    """The first message of ``tape`` that holds ``fact``, as a source to get it back from."""
+) -> dict[str, _Source]:
+    """For each of ``facts``, the first message of ``tape`` that holds it, as a source to get it
+    back from (one pass over the tape for all the facts a call lost)."""
     uses: dict[str, ToolUseBlock] = {}
+    found: dict[str, _Source] = {}
     for position, message in enumerate(tape.messages):
         if message.role == "assistant":
             for block in message.blocks:
                 if isinstance(block, ToolUseBlock):
                     uses[block.id] = block
-        if fact not in index.of(message):
-            continue
-        return _classify(message, position, fact, uses, counter, subagents)
-    return None
+        held = facts.intersection(index.of(message)) - found.keys()
+        for fact in sorted(held):
+            found[fact] = _classify(message, position, fact, uses, counter, subagents)
+        if len(found) == len(facts):
+            break
+    return found
 
 
 def _classify(
@@ -225,24 +224,4 @@ def _brief(use: ToolUseBlock | None) -> str:
     return f"({text})"
 
 
-def prices_per_call(session: Session, price: ModelPrice | None) -> list[ModelPrice | None]:
-    """The price of each call's model at its time (``price``: one for every call)."""
-    if price is not None:
-        return [price] * len(session.calls)
-    memo: dict[tuple[str | None, date | None], ModelPrice | None] = {}
-    out: list[ModelPrice | None] = []
-    with warnings.catch_warnings():
-        # An unknown price was already named once by the replay's ledger: its recovery is
-        # unknown too (None), not a second warning.
-        warnings.simplefilter("ignore", UnknownPriceWarning)
-        for call in session.calls:
-            model = call.model or session.model
-            when = call.timestamp
-            key = (model, when.date() if when else None)
-            if key not in memo:
-                memo[key] = lookup_price(resolve_model(model), when)
-            out.append(memo[key])
-    return out
-
-
-__all__ = ["RECOVERY_NOTE", "SUBAGENT_TOOLS", "Recovery", "prices_per_call", "recoveries"]
+__all__ = ["RECOVERY_NOTE", "SUBAGENT_TOOLS", "Recovery", "recoveries"]

@@ -33,7 +33,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from contextkit._gc import no_cycle_collection
-from contextkit.accounting import Ledger, default_cache, price_session, session_counter
+from contextkit.accounting import (
+    Ledger,
+    call_prices,
+    default_cache,
+    price_session,
+    session_counter,
+)
 from contextkit.cache import AnthropicCache
 from contextkit.messages import Conversation, Message
 from contextkit.pricing import ModelPrice
@@ -50,7 +56,7 @@ from contextkit.replay._recall import (
     summarise,
     wanted_index,
 )
-from contextkit.replay._recovery import Recovery, prices_per_call, recoveries
+from contextkit.replay._recovery import Recovery, recoveries
 from contextkit.replay._strict import (
     NOTHING,
     CallQuality,
@@ -346,7 +352,7 @@ def replay(
     )
     recall = summarise(scores, weighted=scorer.weighted)
     context = [r.context_tokens for r in done.rows]
-    prices = prices_per_call(session, price)
+    prices = call_prices(session, price)
     found = recoveries(session, tapes, scores, index, context, prices, counter)
     quality = summarise_quality(scorer.quality)
     probes = probe_edits(tapes, views, edited)
