@@ -249,6 +249,67 @@ def test_extractive_summary_sections() -> None:
         assert needle in text
 
 
+REPORT = "\n\n".join(
+    [
+        "The CLI attributes cost per session by reading usage from the JSONL transcripts.",
+        "Some background prose about how the tool evolved over many releases. " * 40,
+        "## Key files\n- src/cli/attribution.ts holds the per-model split\n"
+        "- src/cli/rates.ts caches prices for 24h",
+        "More prose that repeats what the files say in other words. " * 40,
+        "Conclusion: attribution keys on message.id, and dedupe drops 12% of rows.",
+    ]
+)
+
+
+def test_extractive_summary_keeps_findings_and_what_the_user_typed() -> None:
+    """A subagent's report leaves its answer in the summary (opening and closing paragraphs,
+    headings and list items), not only "called Task"; earlier typed messages and constraint
+    sentences stay verbatim."""
+    view = Conversation(
+        messages=(
+            user("Compare the two attribution approaches. Never change the public API."),
+            assistant("Delegating.", call("t", "Task", description="Analyze CLI attribution")),
+            user(result("t", REPORT)),
+            assistant("Noted."),
+            user("Also   check the refunds path, and do not touch tests/golden."),
+            assistant("Will do."),
+            user("Go on."),
+        )
+    )
+    text = ExtractiveSummariser().summarise(view.messages, facts()).text
+    findings = text.split("## Findings\n", 1)[1].split("\n## ", 1)[0]
+    for needle in (
+        "Analyze CLI attribution: The CLI attributes cost per session",
+        "- src/cli/attribution.ts holds the per-model split",
+        "- src/cli/rates.ts caches prices for 24h",
+        "Conclusion: attribution keys on message.id, and dedupe drops 12% of rows.",
+    ):
+        assert needle in findings
+    assert "Some background prose" not in findings  # the middle prose is what gives way
+    assert len(findings) <= ExtractiveSummariser().finding_chars + 200
+    typed = text.split("## User messages\n", 1)[1].split("\n## ", 1)[0]
+    assert "- Also check the refunds path, and do not touch tests/golden." in typed
+    assert "Go on." not in typed  # the latest request has its own section
+    assert "- Never change the public API." in text
+
+
+def test_extractive_summary_budgets_keep_the_newest() -> None:
+    many = tuple(
+        m
+        for i in range(30)
+        for m in (user(f"Request {i}: " + "word " * 60), assistant(f"Done {i}."))
+    )
+    summariser = ExtractiveSummariser(max_user_chars=1_000)
+    text = summariser.summarise(many, facts()).text
+    typed = text.split("## User messages\n", 1)[1].split("\n## ", 1)[0]
+    assert "Request 28:" in typed
+    assert "Request 27:" in typed
+    assert "Request 5:" not in typed
+    assert len(typed) <= 1_000 + 100
+    again = summariser.summarise((user(text), assistant("ok"), user("next")), facts()).text
+    assert "Request 28:" in again  # a summary of a summary carries the messages forward
+
+
 # --- PrependMemoryFiles ---------------------------------------------------------------------------
 
 

@@ -6,10 +6,9 @@ was before the per-call work was cut (commit de417bf). A strategy change that is
 results must re-record them: run ``_digest`` on each case and paste the new values, saying why in
 the commit.
 
-The incremental pieces are also checked against their plain definitions: the extractive summary
-against a copy of the former forward summariser, a counter's ``count_conversation`` (which
-reuses the totals of the histories it counted) against a fresh counter's, and
-``tool_result_tokens`` against a plain sum, on growing and edited views.
+The incremental pieces are also checked against their plain definitions: a counter's
+``count_conversation`` (which reuses the totals of the histories it counted) against a fresh
+counter's, and ``tool_result_tokens`` against a plain sum, on growing and edited views.
 """
 
 from __future__ import annotations
@@ -57,13 +56,14 @@ def _spec(spec: str) -> Callable[[], Strategy]:
 # name -> (strategy factory, context window, digest, calls compacted, receipts): recorded before.
 # Re-recorded when the presets became cache-timed and the window and summary cut inside the turn,
 # and when receipts gained ``summary_tokens`` (views unchanged: the digests without that field are
-# the ones recorded before).
+# the ones recorded before); and when the offline summary gained its Findings and User messages
+# sections and kept constraints verbatim (summary views only: same calls compacted, same receipts).
 CASES: dict[str, tuple[Callable[[], Strategy], int, str, int, int]] = {
     "evict-tool-results": (_spec("evict-tool-results"), 60_000, "55393ea147582ebd", 4, 91),
     "sliding-window": (_spec("sliding-window"), 60_000, "6ca7aa74ecc7fead", 4, 4),
     "sliding-window@30k": (_spec("sliding-window"), 30_000, "3bb94aa8b6fae52d", 57, 60),
-    "summary": (_spec("summary"), 60_000, "50da91367607e3b1", 2, 2),
-    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "712257235f619992", 4, 62),
+    "summary": (_spec("summary"), 60_000, "16b7c4f8a0e971e6", 2, 2),
+    "evict-then-summary": (_spec("evict-then-summary"), 40_000, "47b28808c3a6fe2e", 4, 62),
     "evict-clear-inputs": (
         _spec("evict-tool-results:keep_last=null,clear_inputs=true"),
         60_000,

@@ -34,11 +34,10 @@ from contextkit.messages import Conversation, Message, ToolResultBlock, ToolUseB
 from contextkit.pricing import PER_MILLION, ModelPrice
 from contextkit.replay._recall import CallRecall, FactIndex
 from contextkit.session import Session
+from contextkit.strategies import SUBAGENT_TOOLS
 from contextkit.tokens import TokenCounter, block_text
 
 Kind = Literal["tool", "subagent", "user", "own"]
-SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "agent", "spawn_agent", "subagent"})
-"""Tool names whose result is a subagent's report (Claude Code's Task / Agent; other harnesses')."""
 RECOVERY_NOTE = (
     "recovery: what a later call needed that the view no longer held, priced as the agent getting "
     "it back at that call (the tool run again, the subagent again, or lost if the user typed it)"
@@ -224,4 +223,4 @@ def _brief(use: ToolUseBlock | None) -> str:
     return f"({text})"
 
 
-__all__ = ["RECOVERY_NOTE", "SUBAGENT_TOOLS", "Recovery", "recoveries"]
+__all__ = ["RECOVERY_NOTE", "Recovery", "recoveries"]

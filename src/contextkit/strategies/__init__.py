@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         placeholder,
     )
     from contextkit.strategies._handoff import (
+        SUBAGENT_TOOLS,
         ExtractiveSummariser,
     )
     from contextkit.strategies._memory import (
@@ -155,6 +156,7 @@ _HOME: dict[str, str] = {
     "is_evicted": "_eviction",
     "placeholder": "_eviction",
     "ExtractiveSummariser": "_handoff",
+    "SUBAGENT_TOOLS": "_handoff",
     "FileMemoryReader": "_memory",
     "MemoryReader": "_memory",
     "PrependMemoryFiles": "_memory",
@@ -196,6 +198,7 @@ __all__ = [
     "PLACEHOLDER_PREFIX",
     "PRESETS",
     "PRESET_NAMES",
+    "SUBAGENT_TOOLS",
     "SUMMARY_INSTRUCTION",
     "AllOf",
     "AnthropicClearToolUses",

@@ -12,14 +12,20 @@ Contract of :class:`ExtractiveSummariser` (offline, deterministic, no model call
   tool calls' inputs), *Decisions* (the assistant's sentences stating a choice or a cause),
   *Open errors* (tool results flagged ``is_error`` or commands that exited non-zero, unless the same
   command or an edit of the same file later succeeded; never a source line that merely contains
-  the word error), *Next steps* (the open items of the latest todo list, else the assistant's
-  stated next steps).
-- Each section keeps its most recent distinct entries (``max_items``; files ``max_files``). An
-  earlier summary inside the span is carried forward section by section (older than everything
-  after it), so repeated summaries stay bounded and keep the original goal.
-- Only tool *inputs*, user and assistant text are read in full; a tool result is read only for its
-  error flag and the first and last lines of a failing command, so a summary of a long span costs
-  little more than walking it. ``instructions`` are ignored (nothing to steer).
+  the word error), *Findings* (what each subagent reported: its report's opening and closing
+  paragraphs, then its headings and list items, :func:`conclusions`), *User messages* (every
+  earlier message the user typed, verbatim), *Next steps* (the open items of the latest todo
+  list, else the assistant's stated next steps).
+- Budgets: each section keeps its most recent distinct entries (``max_items``; files
+  ``max_files``); findings, user messages and constraint sentences are kept verbatim, the newest
+  first, within a character budget each (``max_findings_chars``, ``max_user_chars``,
+  ``max_constraint_chars``), so what the agent learnt and what the user asked survive a summary.
+- An earlier summary inside the span is carried forward section by section (older than
+  everything after it), so repeated summaries stay bounded and keep the original goal.
+- Only tool *inputs*, user and assistant text and subagents' reports are read in full; any other
+  tool result is read only for its error flag and the first and last lines of a failing
+  command, so a summary of a long span costs little more than walking it. ``instructions`` are
+  ignored (nothing to steer).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ SECTIONS: tuple[str, ...] = (
     "Files read",
     "Files modified",
     "Decisions",
+    "Findings",
+    "User messages",
     "Open errors",
     "Next steps",
 )
@@ -58,6 +66,8 @@ _READ_TOOLS = frozenset({"Read", "read", "read_file", "view", "NotebookRead", "c
 _SEARCH_TOOLS = frozenset({"Grep", "Glob", "grep", "glob", "find", "LS", "ls", "search"})
 _SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "exec_command", "run_command", "execute_bash"})
 _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan"})
+SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "agent", "spawn_agent", "subagent"})
+"""Tool names whose result is a subagent's report (Claude Code's Task / Agent; other harnesses')."""
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
 _EXIT = re.compile(
     r"(?:exit code|exit status|exited with|returned non-zero exit status)[:\s]+([1-9]\d*)", re.I
@@ -179,6 +189,11 @@ class _Walk:
         """tool_use id -> (what it did, what would resolve its failure)"""
         self.errors: dict[str, str] = {}
         """resolution key -> open error entry"""
+        self.delegated: dict[str, str] = {}
+        """tool_use id -> what a subagent call asked (its result is a finding)"""
+        self.findings: list[str] = []
+        self.typed: list[str] = []
+        """Every message the user typed, verbatim (whitespace folded), oldest first."""
         self.calls = 0
 
     def message(self, message: Message) -> None:
@@ -207,6 +222,10 @@ class _Walk:
                     self.latest = entry
                 elif current == "Open errors":
                     self.errors[f"prior:{entry}"] = entry
+                elif current == "Findings":
+                    self.findings.append(entry)
+                elif current == "User messages":
+                    self.typed.append(entry)
                 else:
                     self.sections.add(current, entry)
 
@@ -218,9 +237,10 @@ class _Walk:
             if self.goal is None:
                 self.goal = request
             self.latest = request
+            self.typed.append(" ".join(text.split()))
             for sentence in _sentences(text):
                 if _CONSTRAINT.search(sentence):
-                    self.sections.add("Goal and constraints", _clip(sentence, self.s.item_chars))
+                    self.sections.add("Goal and constraints", " ".join(sentence.split()))
             return
         for sentence in _sentences(text):
             if _NEXT.search(sentence):
@@ -255,10 +275,17 @@ class _Walk:
             what = data.get("description") or data.get("prompt") or ""
             action = f"called {use.name}" + (f": {_clip(str(what), 100)}" if what else "")
             key = f"other:{use.name}"
+            if use.name in SUBAGENT_TOOLS:
+                self.delegated[use.id] = _clip(str(what), 100) or use.name
         self.pending[use.id] = (action, key)
 
     def result(self, result: ToolResultBlock) -> None:
         action, key = self.pending.pop(result.tool_use_id, ("a tool call", ""))
+        asked = self.delegated.pop(result.tool_use_id, None)
+        if asked is not None and not result.is_error:
+            report = conclusions(result.text, self.s.finding_chars)
+            if report:
+                self.findings.append(f"{asked}: {report}")
         failure = _failure(result)
         if failure is None:
             self.sections.add("Done", action)
@@ -280,7 +307,23 @@ class _Walk:
             out.add("Open errors", entry)
         if self.todos is not None:
             out.entries["Next steps"] = dict.fromkeys(self.todos)
-        limits = {"Files read": s.max_files, "Files modified": s.max_files, "Latest request": 1}
+        out.entries["Findings"] = dict.fromkeys(_newest(self.findings, s.max_findings_chars))
+        typed = self.typed
+        if typed and _clip(typed[-1], s.max_request_chars) == self.latest:
+            typed = typed[:-1]  # the latest has its own section
+        out.entries["User messages"] = dict.fromkeys(_newest(typed, s.max_user_chars))
+        constraints = list(out.entries["Goal and constraints"])
+        out.entries["Goal and constraints"] = dict.fromkeys(
+            constraints[:1] + _newest(constraints[1:], s.max_constraint_chars)
+        )
+        limits = {
+            "Files read": s.max_files,
+            "Files modified": s.max_files,
+            "Latest request": 1,
+            "Findings": len(out.entries["Findings"]),
+            "User messages": len(out.entries["User messages"]),
+            "Goal and constraints": len(out.entries["Goal and constraints"]),
+        }
         lines = [
             SUMMARY_OPEN,
             f"Hand-off summary of {count} earlier messages ({self.calls} tool calls); "
@@ -288,13 +331,56 @@ class _Walk:
         ]
         for name in SECTIONS:
             items = out.last(name, limits.get(name, s.max_items))
-            if name == "Goal and constraints":
-                items = list(out.entries[name])[: s.max_items]
             if items:
                 lines.append(f"## {name}")
                 lines.extend(f"- {item}" for item in items)
         lines.append(SUMMARY_CLOSE)
         return "\n".join(lines)
+
+
+def _newest(entries: Sequence[str], budget: int) -> list[str]:
+    """The newest ``entries`` whose lengths fit in ``budget`` characters, in their order (the
+    newest always, clipped when it alone is over)."""
+    kept: list[str] = []
+    used = 0
+    for entry in reversed(entries):
+        if kept and used + len(entry) > budget:
+            break
+        kept.append(entry if kept or len(entry) <= budget else _clip(entry, budget))
+        used += len(entry)
+    return kept[::-1]
+
+
+_HEADING = re.compile(r"^(?:#{1,6}\s|\*\*[^*]+\*\*:?$)")
+_LISTED = re.compile(r"^(?:[-*\u2022]\s+|\d+[.)]\s+)")
+
+
+def conclusions(report: str, budget: int) -> str:
+    """What a subagent found, in at most ``budget`` characters: its report's opening and closing
+    paragraphs (where reports state their answer), then its headings and list items in order
+    (where they list what they found), whitespace folded. Nothing of a long report's prose
+    between them is kept; what fits is kept verbatim."""
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", report) if p.strip()]
+    if not paragraphs:
+        return ""
+    picked: dict[int, None] = {0: None, len(paragraphs) - 1: None}
+    lines: list[tuple[int, int, str]] = []
+    for number, paragraph in enumerate(paragraphs):
+        for row, line in enumerate(paragraph.splitlines()):
+            stripped = line.strip()
+            if number not in picked and (_HEADING.match(stripped) or _LISTED.match(stripped)):
+                lines.append((number, row, stripped))
+    chosen: list[tuple[int, int, str]] = [
+        (n, -1, _clip(paragraphs[n], budget // 3)) for n in sorted(picked)
+    ]
+    used = sum(len(text) + 1 for _, _, text in chosen)
+    for entry in lines:
+        if used + len(entry[2]) + 1 > budget:
+            break
+        chosen.append(entry)
+        used += len(entry[2]) + 1
+    text = " ".join(t for _, _, t in sorted(chosen))
+    return _clip(text, budget)
 
 
 def _open_todos(data: Mapping[str, Any]) -> list[str]:
@@ -337,6 +423,14 @@ class ExtractiveSummariser(BaseModel):
     item_chars: int = Field(240, ge=20)
     max_request_chars: int = Field(2_000, ge=100)
     """The latest request is kept verbatim up to this many characters."""
+    finding_chars: int = Field(2_000, ge=100)
+    """Characters of one subagent's report kept as a finding (:func:`conclusions`)."""
+    max_findings_chars: int = Field(8_000, ge=100)
+    """Characters of findings kept in all (the newest reports first)."""
+    max_user_chars: int = Field(6_000, ge=100)
+    """Characters of earlier typed user messages kept verbatim (the newest first)."""
+    max_constraint_chars: int = Field(3_000, ge=100)
+    """Characters of the user's constraint sentences kept verbatim, after the goal."""
 
     def summarise(
         self, messages: Sequence[Message], facts: CallFacts, /, *, instructions: str | None = None

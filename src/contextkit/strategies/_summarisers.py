@@ -65,6 +65,11 @@ SECTION_GUIDE: dict[str, str] = {
     "Files read": "exact paths of the files read or searched",
     "Files modified": "exact paths of the files created or changed, with what changed",
     "Decisions": "choices made and why, so they are not reversed",
+    "Findings": (
+        "what each subagent or research step concluded: its answer, the facts, names, numbers and "
+        "paths it reported, not only that it ran"
+    ),
+    "User messages": "every earlier message the user typed, quoted verbatim",
     "Open errors": "errors not yet fixed (failed commands, failing tests), with the exact message",
     "Next steps": "what remains to do, in order, starting with the step in progress",
 }
