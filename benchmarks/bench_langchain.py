@@ -31,18 +31,17 @@ import pytest
 
 from bench_replay import count_every_request, synthetic
 from contextkit.messages import (
-    Block,
     Conversation,
-    Message,
     ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
     validate,
 )
+from contextkit.peers._langchain import LangChainHistory
+from contextkit.peers._langchain import back_to_request as peer_back
+from contextkit.peers._langchain import to_langchain as peer_to_langchain
 from contextkit.replay._recall import message_text, system_text
 from contextkit.strategies import CallFacts, SlidingWindow
 from contextkit.strategies._structure import last_turn_start
-from contextkit.tokens import ApproxCounter, block_text
+from contextkit.tokens import ApproxCounter
 from timing import best_of
 
 BUDGET = 60_000
@@ -60,10 +59,7 @@ if importlib.util.find_spec("langchain_core") is None:
 
 # Optional and untyped here: imported only when installed.
 from langchain_core.messages import (  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
-    AIMessage,
-    HumanMessage,
     SystemMessage,
-    ToolMessage,
     trim_messages,
 )
 from langchain_core.messages.utils import (  # type: ignore[import-not-found,unused-ignore]  # noqa: E402
@@ -71,77 +67,24 @@ from langchain_core.messages.utils import (  # type: ignore[import-not-found,unu
 )
 
 
-@dataclass
-class _LangChainHistory:
-    """A request's history as LangChain messages, each with the blocks it was made from (an
-    Anthropic user message of tool results becomes one ToolMessage per result)."""
-
-    messages: list[Any] = field(default_factory=list)
-    origin: dict[int, tuple[int, str | tuple[Block, ...]]] = field(default_factory=dict)
-    """id of a LangChain message -> (index of its contextkit message, its content there)"""
-
-    def add(self, message: Any, index: int, content: str | tuple[Block, ...]) -> None:
-        self.messages.append(message)
-        self.origin[id(message)] = (index, content)
-
-
-def _assistant(message: Message) -> Any:
-    blocks = message.blocks
-    content: list[str | dict[Any, Any]] = []
-    for b in blocks:
-        if isinstance(b, ThinkingBlock):
-            content.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
-        elif not isinstance(b, ToolUseBlock):
-            content.append({"type": "text", "text": block_text(b)})
-    calls = [
-        {"name": b.name, "args": dict(b.input), "id": b.id}
-        for b in blocks
-        if isinstance(b, ToolUseBlock)
-    ]
-    return AIMessage(content=content, tool_calls=calls)
-
-
-def to_langchain(request: Conversation) -> _LangChainHistory:
-    history = _LangChainHistory()
+def to_langchain(request: Conversation) -> LangChainHistory:
+    """The request as LangChain messages (:func:`contextkit.peers._langchain.to_langchain`), the
+    system prompt first."""
+    history = LangChainHistory()
     if request.system:
         history.add(SystemMessage(content=system_text(request)), -1, "")
-    for i, message in enumerate(request.messages):
-        if message.role == "assistant":
-            history.add(_assistant(message), i, message.content)
-            continue
-        if isinstance(message.content, str):
-            history.add(HumanMessage(content=message.content), i, message.content)
-            continue
-        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
-        for r in results:
-            history.add(ToolMessage(content=block_text(r), tool_call_id=r.tool_use_id), i, (r,))
-        rest = tuple(b for b in message.content if not isinstance(b, ToolResultBlock))
-        if rest:
-            text = "\n".join(block_text(b) for b in rest)
-            history.add(HumanMessage(content=text), i, rest)
+    messages = peer_to_langchain(request.messages)
+    for lc in messages.messages:
+        history.add(lc, *messages.origin[id(lc)])
     return history
 
 
 def back_to_request(
-    kept: list[Any], history: _LangChainHistory, request: Conversation
+    kept: list[Any], history: LangChainHistory, request: Conversation
 ) -> Conversation:
-    """The request LangChain's trimmed history stands for: each kept message's own blocks,
-    regrouped into the messages they came from."""
-    messages: list[Message] = []
-    last = None
-    for lc in kept:
-        index, content = history.origin[id(lc)]
-        if index < 0:
-            continue  # the system prompt
-        role = request.messages[index].role
-        if index == last and not isinstance(content, str):
-            previous = messages[-1]
-            assert not isinstance(previous.content, str)
-            messages[-1] = previous.model_copy(update={"content": (*previous.content, *content)})
-        else:
-            messages.append(Message(role=role, content=content))
-        last = index
-    return request.with_messages(messages)
+    """The request LangChain's trimmed history stands for (the system prompt left aside)."""
+    body = [m for m in kept if history.origin[id(m)][0] >= 0]
+    return request.with_messages(peer_back(body, history, request.messages))
 
 
 @dataclass

@@ -12,6 +12,7 @@ The packages, one per layer, each importing only the layers below it (import-lin
 - ``estimate`` (cost per ticket, what-ifs);
 - ``replay`` (a recording under a strategy, scored; ``compare``; the oracle);
 - ``engine`` (``ContextEngine`` for a live loop, the SDK wrappers);
+- ``peers`` (Headroom and LangChain replayed as strategies, to compare with the presets);
 - ``strategies`` (what shapes the view, and how strategies compose; the presets);
 - ``accounting`` (the ledger, what a file omits, the cache doctor);
 - ``cache`` and ``pricing`` (the prompt-cache simulator; prices per model and token class);

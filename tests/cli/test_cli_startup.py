@@ -32,9 +32,9 @@ def test_importing_the_command_line_loads_no_heavy_package() -> None:
     library = sorted(
         m for m in loaded if m.startswith("contextkit.") and not m.startswith("contextkit.cli")
     )
-    # The strategies' package surface (its names load on first use) gives the presets' names to
-    # the help texts; none of its modules loads.
-    assert library == ["contextkit.errors", "contextkit.strategies"], library
+    # The strategies' and peers' package surfaces (their names load on first use) give the
+    # presets' and peers' names to the help texts; none of their modules loads.
+    assert library == ["contextkit.errors", "contextkit.peers", "contextkit.strategies"], library
 
 
 def test_help_loads_no_heavy_package() -> None:

@@ -84,6 +84,7 @@ SUMMARY_KEYS = {
     "peak_context_tokens",
     "compactions",
     "overflow_calls",
+    "refused_calls",
     "recall",
     "simulated_cost_usd",
     "weighted_recall",
@@ -695,7 +696,12 @@ def test_best_is_the_cheapest_by_cost_plus_recovery_with_nothing_unrecoverable()
         ORACLE: _summary(0.5, compactions=2),  # a bound, never the best
     }
     assert best_strategy(row) == "evict"
-    assert best_saving(row, calls=40) == "evict -50%, -44% vs none (recovery $1.00)"
+    assert best_saving(row, calls=40) == "evict -40%, -33% vs none (recovery $1.00)"
+    row["none"] = _summary(9.0, overflow_calls=3)
+    assert best_saving(row, calls=40) == (
+        "evict -40%, -33% vs none (which overflows the window at 3 calls) (recovery $1.00)"
+    )
+    row["none"] = _summary(9.0)
     row["evict"] = _summary(7.5, recovery=0.5, compactions=4)
     assert best_strategy(row) == "cheap-but-refetches"
     quiet = {AS_RECORDED: _summary(10.0), "none": _summary(10.5), "evict": _summary(10.5)}
@@ -709,8 +715,11 @@ def test_best_is_the_cheapest_by_cost_plus_recovery_with_nothing_unrecoverable()
     )
     lossy = {AS_RECORDED: _summary(10.0), "lossy": _summary(2.0, lost=1, compactions=1)}
     assert best_saving(lossy, 3) == (
-        "no strategy kept every call in the window without an unrecoverable loss"
+        "no strategy kept every call in the window and every request one the provider accepts "
+        "without an unrecoverable loss"
     )
+    refused = {**row, "refused": _summary(0.1, refused_calls=1, compactions=1)}
+    assert best_strategy(refused) == best_strategy(row)  # the provider would refuse a request
 
 
 def test_savings_are_against_the_simulated_recording_none_and_the_oracle() -> None:

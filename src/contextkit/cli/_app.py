@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
+from contextkit.peers import PEER_NAMES
 from contextkit.strategies import PRESET_NAMES
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 STRATEGY_HELP = (
     "Strategy: a preset (" + ", ".join(PRESET_NAMES) + "), NAME:key=value, "
-    "'a >> b', a TOML/JSON config file, or as-recorded."
+    "'a >> b', a TOML/JSON config file, as-recorded, or a peer to compare with ("
+    + ", ".join(PEER_NAMES)
+    + "; replay and compare only)."
 )
 
 

@@ -61,6 +61,7 @@ from contextkit.replay._report import (
     savings,
     session_tables,
     strict_fit,
+    total,
 )
 from contextkit.replay._strict import (
     SPAN_MIN_CHARS,
@@ -121,6 +122,7 @@ __all__ = [
     "session_tables",
     "span_lines",
     "strict_fit",
+    "total",
     "wanted_facts",
     "wanted_index",
     "with_default_model",

@@ -21,6 +21,7 @@ from typing import Any
 
 from contextkit.errors import ContextkitError, FormatError
 from contextkit.formats import detect, load
+from contextkit.peers import PEER_NAMES, peer
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
 from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_recorded
 from contextkit.replay._report import can_be_best
@@ -84,13 +85,16 @@ def with_default_model(session: Session, model: str | None) -> Session:
 def run_strategy(
     session: Session, spec: str, *, presets: Mapping[str, Replay] | None = None, **options: Any
 ) -> Replay:
-    """Replay one session under a preset / file / inline spec, ``as-recorded`` or ``oracle``
+    """Replay one session under a preset / file / inline spec, ``as-recorded``, ``oracle``
     (:func:`oracle_replay`; ``presets``: the presets' replays of this session with the same
-    options, when already made, so the oracle does not replay them again)."""
+    options, when already made, so the oracle does not replay them again) or a peer
+    (:data:`~contextkit.peers.PEER_NAMES`: a new one per session)."""
     if spec == AS_RECORDED:
         return replay_as_recorded(session, **options)
     if spec == ORACLE:
         return oracle_replay(session, presets or {}, **options)
+    if spec in PEER_NAMES:
+        return replay(session, peer(spec), name=spec, **options)
     return replay(session, strategy_from_spec(spec), name=spec, **options)
 
 
@@ -170,8 +174,10 @@ def compare(
     on_done: Callable[[FileResult], None] | None = None,
 ) -> list[FileResult]:
     """:func:`compare_file` over ``files``, in ``jobs`` processes; results in file order."""
-    for spec in specs:  # fail early on a bad spec, before any work
-        if spec not in (AS_RECORDED, ORACLE):
+    for spec in specs:  # fail early on a bad spec or a peer not installed, before any work
+        if spec in PEER_NAMES:
+            peer(spec)
+        elif spec not in (AS_RECORDED, ORACLE):
             strategy_from_spec(spec)
     results: list[FileResult] = []
     for result in _map(files, specs, jobs, lenient, model):

@@ -41,7 +41,7 @@ from contextkit.accounting import (
     session_counter,
 )
 from contextkit.cache import AnthropicCache
-from contextkit.messages import Conversation, Message
+from contextkit.messages import Conversation, Message, validate
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
 from contextkit.replay._probes import CATEGORIES, ProbeScore, probe_edits
@@ -131,6 +131,9 @@ class Replay:
     probes: ProbeScore | None = None
     """Probes of what the agent must still know, asked where the strategy edited the view
     (:mod:`._probes`); None for ``as-recorded``."""
+    refused: tuple[int, ...] = ()
+    """Calls whose view the provider would refuse (:func:`refused_calls`); such a strategy is
+    never ranked best, whatever it costs."""
     recoveries: tuple[Recovery, ...] = ()
     """What later calls needed that the view no longer held, and what getting each back costs
     (:mod:`._recovery`); empty for ``as-recorded`` (its views are what the responses saw)."""
@@ -190,6 +193,7 @@ class Replay:
             "peak_context_tokens": self._peak_context(real),
             "compactions": sum(1 for r in self.rows if r.compacted),
             "overflow_calls": sum(1 for r in self.rows if r.overflow),
+            "refused_calls": len(self.refused),
             "recall": self.recall.recall,
             **self._recovery(cost),
             **self._probes(),
@@ -350,13 +354,35 @@ def replay(
         window=window,
         bill=bill,
     )
-    recall = summarise(scores, weighted=scorer.weighted)
     context = [r.context_tokens for r in done.rows]
     prices = call_prices(session, price)
-    found = recoveries(session, tapes, scores, index, context, prices, counter)
-    quality = summarise_quality(scorer.quality)
-    probes = probe_edits(tapes, views, edited)
-    return replace(done, recall=recall, quality=quality, recoveries=found, probes=probes)
+    return replace(
+        done,
+        recall=summarise(scores, weighted=scorer.weighted),
+        quality=summarise_quality(scorer.quality),
+        recoveries=recoveries(session, tapes, scores, index, context, prices, counter),
+        probes=probe_edits(tapes, views, edited),
+        refused=refused_calls(tapes, views, edited),
+    )
+
+
+def refused_calls(
+    tapes: Sequence[Conversation], views: Sequence[Conversation], edited: Sequence[bool]
+) -> tuple[int, ...]:
+    """The calls whose edited view the provider would refuse: no message left, or a rule of
+    :func:`~contextkit.messages.validate` broken that the full history (tape) did not break (a
+    tool result whose call was cut away, a history that starts with the assistant)."""
+    out = []
+    for call, (tape, view, changed) in enumerate(zip(tapes, views, edited, strict=True)):
+        if not changed or view is tape:
+            continue
+        if not view.messages:
+            out.append(call)
+            continue
+        broken = {v.code for v in validate(view)}
+        if broken and broken - {v.code for v in validate(tape)}:
+            out.append(call)
+    return tuple(out)
 
 
 @dataclass

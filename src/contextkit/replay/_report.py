@@ -30,9 +30,10 @@ EDIT_FLOOR = 1.0
 TARGET_SAVING = 0.30
 """The saving against as-recorded that :func:`best_saving` explains when it is missed."""
 RULE = (
-    "cheapest strategy by cost + recovery, with nothing lost that cannot be got back and no call "
-    "over the window; one that must run a subagent again (its report may not come back the same) "
-    "only when every other must too (oracle and as-recorded excluded)"
+    "cheapest strategy by cost + recovery, with nothing lost that cannot be got back, no call "
+    "over the window and no request the provider would refuse; one that must run a subagent "
+    "again (its report may not come back the same) only when every other must too (oracle and "
+    "as-recorded excluded)"
 )
 
 
@@ -46,6 +47,7 @@ def strict_fit(summary: Mapping[str, Any]) -> bool:
         and spans >= SPAN_FLOOR
         and edits >= EDIT_FLOOR
         and summary.get("overflow_calls", 0) == 0
+        and summary.get("refused_calls", 0) == 0
     )
 
 
@@ -53,16 +55,27 @@ def _ratio(cost: float | None, base: float | None) -> float | None:
     return None if cost is None or not base else cost / base - 1
 
 
+def total(summary: Mapping[str, Any]) -> float | None:
+    """A strategy's cost + recovery (the cost alone where nothing needed recovering or the
+    summary predates recovery; None where a price is unknown or a loss cannot be got back)."""
+    if "cost_plus_recovery_usd" in summary:
+        value: float | None = summary["cost_plus_recovery_usd"]
+        return value
+    cost: float | None = summary.get("cost_usd")
+    return cost
+
+
 def savings(row: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Per strategy: its cost against the simulated as-recorded cost, ``none`` and ``oracle``
-    (a ratio minus one: -0.35 is 35% cheaper; None where a side is unknown or absent)."""
+    """Per strategy: its cost + recovery against the simulated as-recorded cost, ``none`` and
+    ``oracle`` (a ratio minus one: -0.35 is 35% cheaper; None where a side is unknown, absent
+    or lost something for good)."""
     recorded = row.get(AS_RECORDED, {})
     base = recorded.get("simulated_cost_usd", recorded.get("cost_usd"))
-    none = row.get("none", {}).get("cost_usd")
-    oracle = row.get(ORACLE, {}).get("cost_usd")
+    none = total(row.get("none", {}))
+    oracle = total(row.get(ORACLE, {}))
     out: dict[str, dict[str, float | None]] = {}
     for name, s in row.items():
-        cost = s.get("simulated_cost_usd") if name == AS_RECORDED else s.get("cost_usd")
+        cost = s.get("simulated_cost_usd") if name == AS_RECORDED else total(s)
         out[name] = {
             "vs_as_recorded": _ratio(cost, base),
             "vs_none": _ratio(cost, none),
@@ -73,11 +86,13 @@ def savings(row: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float |
 
 def can_be_best(summary: Mapping[str, Any]) -> bool:
     """Whether a replay summary may be best (:data:`RULE`): its cost + recovery known, nothing
-    lost that cannot be got back, no call over the window."""
+    lost that cannot be got back, no call over the window, no request the provider would
+    refuse."""
     return (
         summary.get("cost_plus_recovery_usd") is not None
         and summary.get("unrecoverable", 0) == 0
         and summary.get("overflow_calls", 0) == 0
+        and summary.get("refused_calls", 0) == 0
     )
 
 
@@ -90,21 +105,29 @@ def best_strategy(row: Mapping[str, Mapping[str, Any]]) -> str | None:
 
 
 def best_saving(row: Mapping[str, Mapping[str, Any]], calls: int) -> str:
-    """The best strategy (:data:`RULE`) against the simulated as-recorded cost, and against
-    ``none``; below a 30% saving, why (nothing acted, or only strategies that lose text did)."""
+    """The best strategy (:data:`RULE`) by cost + recovery against the simulated as-recorded
+    cost, and against ``none`` (saying so when ``none`` overflows); below a 30% saving, why
+    (nothing acted, or only strategies that lose text did)."""
     recorded = row.get(AS_RECORDED, {})
     base = recorded.get("simulated_cost_usd", recorded.get("cost_usd"))
     if not base:
         return "no as-recorded cost (usage or price unknown)"
     name = best_strategy(row)
     if name is None:
-        return "no strategy kept every call in the window without an unrecoverable loss"
-    cost = row[name]["cost_usd"]
+        return (
+            "no strategy kept every call in the window and every request one the provider "
+            "accepts without an unrecoverable loss"
+        )
+    cost = total(row[name])
+    assert cost is not None  # can_be_best: cost + recovery is known
     saving = 1 - cost / base
-    none = row.get("none", {}).get("cost_usd")
-    text = f"{name} {-saving:+.0%}"  # -35%: that much cheaper than as recorded (simulated)
+    none = total(row.get("none", {}))
+    text = f"{name} {-saving:+.0%}"  # -35%: cost + recovery that much below as recorded
     if none and name != "none":
         text += f", {cost / none - 1:+.0%} vs none"
+        over = row["none"].get("overflow_calls", 0)
+        if over:
+            text += f" (which overflows the window at {over} calls)"
     recovery = row[name].get("recovery_usd")
     if recovery:
         text += f" (recovery ${recovery:,.2f})"
@@ -140,7 +163,9 @@ def _cell(summary: Mapping[str, Any]) -> str:
     spans, edits = summary.get("span_recall"), summary.get("edit_feasibility")
     if spans is not None and edits is not None:
         text += f" / {spans:.2f} / {edits:.0%}"
-    return text + (f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else "")
+    text += f" ({summary['overflow_calls']} over)" if summary["overflow_calls"] else ""
+    refused = summary.get("refused_calls")
+    return text + (f" ({refused} refused)" if refused else "")
 
 
 _Key = tuple[str, str | None]
@@ -186,16 +211,40 @@ SESSION_COLUMNS = (
     "strategy",
     "cost",
     "summariser",
+    "recovery",
+    "cost + recovery",
     "vs as-recorded",
     "vs none",
     "vs oracle",
     "fact recall",
-    "weighted recall",
     "copied spans",
     "edits feasible",
+    "probes: artifacts / task / instructions / errors",
     "compactions",
     "overflows",
 )
+"""The per-session table's columns; the savings are of cost + recovery (:func:`savings`)."""
+
+
+def _probe_cell(s: Mapping[str, Any]) -> str:
+    if not s.get("probes"):
+        return "-"
+    shares = [s.get(f"probe_{c}") for c in ("artifacts", "task", "instructions", "errors")]
+    return " / ".join("-" if v is None else f"{v:.2f}" for v in shares)
+
+
+def _recovery_cells(s: Mapping[str, Any]) -> list[str]:
+    recovery = s.get("recovery_usd")
+    if recovery is None:
+        return ["n/a", "n/a"]
+    text = f"${recovery:,.2f}"
+    if s.get("recoveries"):
+        text += f" ({s['recoveries']})"
+    lost = s.get("unrecoverable", 0)
+    if lost:
+        text += f", {lost} lost for good"
+    both = s.get("cost_plus_recovery_usd")
+    return [text, "unknown" if both is None else f"${both:,.2f}"]
 
 
 def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | None]) -> list[str]:
@@ -214,16 +263,33 @@ def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | No
         f"**{name}**" if name == ORACLE else name,
         money,
         summariser,
+        *(["-", money] if name == AS_RECORDED else _recovery_cells(s)),
         _pct(saved["vs_as_recorded"]),
         _pct(saved["vs_none"]),
         _pct(saved["vs_oracle"]),
         f"{s['recall']:.3f}" if name != AS_RECORDED else "n/a",
-        _share(s.get("weighted_recall")),
         _share(s.get("span_recall")),
         edit_cell,
+        _probe_cell(s),
         str(s["compactions"]),
-        str(s["overflow_calls"]),
+        str(s["overflow_calls"])
+        + (f" (+{s['refused_calls']} refused)" if s.get("refused_calls") else ""),
     ]
+
+
+def _recovered(name: str, recoveries: Sequence[Mapping[str, Any]]) -> str:
+    """What the best strategy had to get back, in a line: how many, of which kind, what cost."""
+    if not recoveries:
+        return f"{name} recovered nothing: no later call needed what it dropped."
+    kinds: dict[str, list[float]] = {}
+    for r in recoveries:
+        kinds.setdefault(str(r["kind"]), []).append(float(r.get("cost_usd") or 0.0))
+    parts = [f"{len(v)} {k} (${sum(v):,.2f})" for k, v in sorted(kinds.items())]
+    top = max(recoveries, key=lambda r: float(r.get("cost_usd") or 0.0))
+    return (
+        f"{name} recovered {len(recoveries)} items: {', '.join(parts)}; the dearest at call "
+        f"{top['call']}: {str(top['source'])[:80]} (${float(top.get('cost_usd') or 0.0):,.2f})."
+    )
 
 
 def session_tables(
@@ -233,6 +299,14 @@ def session_tables(
     (as-recorded simulated, with its bill beside it), savings like for like, the gap to the
     oracle, the three quality measures and compactions; then the best by :data:`RULE`."""
     _, rows, calls = _rows(results, root)
+    recovered = {
+        (
+            str(Path(r["path"]).relative_to(root)) if root else r["path"],
+            r.get("session_id"),
+            r["strategy"],
+        ): r.get("recoveries") or ()
+        for r in results
+    }
     out: list[str] = []
     for key, row in rows.items():
         if calls[key] <= min_calls:
@@ -242,6 +316,16 @@ def session_tables(
         out += ["| " + " | ".join(SESSION_COLUMNS) + " |", "|" + "---|" * len(SESSION_COLUMNS)]
         out += ["| " + " | ".join(_session_row(n, s, saved[n])) + " |" for n, s in row.items()]
         out += ["", f"Best ({RULE}): {best_saving(row, calls[key])}.", ""]
+        best = best_strategy(row)
+        if best is not None:
+            out += [_recovered(best, recovered.get((*key, best), ())), ""]
+        over = row.get("none", {}).get("overflow_calls", 0)
+        if over:
+            out += [
+                f'`none` overflows the window at {over} calls: its "vs none" figures '
+                "compare with a run that could not have happened.",
+                "",
+            ]
     out += [f"_{ASSUMPTION}; {BOUND_NOTE}._", ""]
     return "\n".join(out)
 
@@ -259,4 +343,5 @@ __all__ = [
     "savings",
     "session_tables",
     "strict_fit",
+    "total",
 ]
