@@ -5,11 +5,11 @@ the peers (Headroom, LangChain; those installed) on each corpus session of more 
 
 CORPUS defaults to ``$CONTEXTKIT_CORPUS``. For each session (subagents included, each its own)
 with more than ``--min-calls`` calls (default 100): a table of every strategy (cost, its
-summariser's calls, recovery, cost + recovery, savings of cost + recovery against the simulated
-as-recorded cost, ``none`` and the oracle, fact recall, copied-span recall, edit feasibility,
-probe scores per category, compactions, overflows), the best by the rule and what it recovered;
-first, one line per session with the baselines, the bound, the best and the best peer.
-Everything in the file is computed; nothing is typed by hand.
+summariser's calls, recovery, cost + recovery without and with the engine's retrieve tool,
+savings of cost + recovery against the simulated as-recorded cost, ``none`` and the oracle, fact
+recall, copied-span recall, edit feasibility, probe scores per category, compactions, overflows),
+the best by the rule and what it recovered; first, one line per session with the baselines, the
+bound, the best and the best peer. Everything in the file is computed; nothing is typed by hand.
 """
 
 from __future__ import annotations
@@ -141,8 +141,10 @@ def render(results: Sequence[dict[str, Any]], root: Path, min_calls: int) -> str
         "edits feasible (`old_string`s the view still held; `n of m not`: infeasible of needed). "
         "Recovery: what a later call needed that the view had dropped, priced as getting it "
         "back (the tool again, the subagent again at its recorded cost, or lost for good when "
-        "the user typed it). Probes (artifacts / task / instructions / errors): the share of "
-        "questions whose answer the view still held where the strategy edited it. "
+        'the user typed it); "with retrieval": the same had the engine\'s retrieve tool been '
+        "offered (one round trip each, the tool carried in every request). Probes (artifacts / "
+        "task / instructions / errors): the share of questions whose answer the view still "
+        "held where the strategy edited it. "
         "What these cannot say: replay keeps the recorded responses, so a loss is what the "
         "recorded model could not have copied from that view, not how a model would have acted. "
         "See [replay-quality.md](replay-quality.md).",

@@ -463,3 +463,44 @@ def test_checkpoint_writer_rewrites_compactly(tmp_path: Path) -> None:
     assert len(path.read_text().splitlines()) == 2
     writer.rewrite(state)
     assert len(path.read_text().splitlines()) == 2
+
+
+def test_the_retrieve_tool_answers_from_the_tape_and_says_when_it_cannot() -> None:
+    from contextkit.engine import RETRIEVE_TOOL_NAME  # noqa: PLC0415
+
+    evict = EvictToolResults(keep_last=1, min_freed_tokens=0, min_result_tokens=0)
+    engine = ContextEngine(evict, retrieval=True)
+    engine.add(user("Read both files."))
+    for n in range(2):
+        engine.prepare()
+        engine.record(assistant(tool_use(f"t{n}", "read_file", {"path": f"f{n}.py"})))
+        engine.add(user(tool_result(f"t{n}", f"contents of f{n} " + "y" * 300)))
+    request = engine.prepare().request
+    assert request.tools[-1].name == RETRIEVE_TOOL_NAME
+    first = request.messages[2].blocks[0]
+    assert isinstance(first, ToolResultBlock)
+    assert first.tool_use_id == "t0"
+    assert is_evicted(first)
+
+    def ask(*handles: str, other: bool = False) -> Any:
+        uses = [
+            tool_use(f"r{i}", RETRIEVE_TOOL_NAME, {"tool_use_id": h}) for i, h in enumerate(handles)
+        ]
+        if other:
+            uses.append(tool_use("x", "read_file", {"path": "g.py"}))
+        return engine.retrieval_answer(assistant(*uses))
+
+    reply = ask("t0", "nope")
+    assert reply is not None
+    found, missing = reply.blocks
+    assert isinstance(found, ToolResultBlock)
+    assert isinstance(missing, ToolResultBlock)
+    assert found.text.startswith("contents of f0 ")
+    assert missing.is_error
+    assert "'nope'" in missing.text
+    assert "t0" in missing.text
+    assert ask("t0", other=True) is None  # mixed with the harness's own tools: not answered
+    plain = ContextEngine()
+    plain.add(user("hi"))
+    assert plain.prepare().request.tools == ()
+    assert plain.retrieval_answer(assistant(tool_use("r", RETRIEVE_TOOL_NAME, {}))) is None

@@ -35,10 +35,17 @@ from agent_loop_helper import (
     strategy,
 )
 from contextkit.cache import AnthropicCache
-from contextkit.engine import read_checkpoint
+from contextkit.engine import RETRIEVE_TOOL_NAME, read_checkpoint
 from contextkit.engine.anthropic import wrap
 from contextkit.errors import ContextkitError
-from contextkit.messages import INTERRUPTED_TEXT, Conversation, ThinkingBlock, to_payload
+from contextkit.messages import (
+    INTERRUPTED_TEXT,
+    Conversation,
+    ThinkingBlock,
+    ToolResultBlock,
+    to_payload,
+)
+from contextkit.strategies import PLACEHOLDER_PREFIX, EvictToolResults
 from contextkit.testing.fake_anthropic import FakeAnthropic, Reply, tool_loop_replies
 from contextkit.tokens import ApproxCounter
 from contextkit.wire import assemble_stream, stream_events, to_sse
@@ -593,3 +600,60 @@ def test_fake_reports_the_usage_a_reply_scripts() -> None:
     assert usage.cache_creation_input_tokens == 0
     assert usage.cache_creation is not None
     assert usage.cache_creation.ephemeral_5m_input_tokens == 0
+
+
+# -- eviction the model can undo: the retrieve tool --------------------------------------------
+
+
+def test_a_retrieval_is_answered_inside_the_call_from_the_tape() -> None:
+    """With ``retrieval=True`` the retrieve tool is last in every request's tools from the first
+    call; when the model asks for an evicted result, the wrapper answers from the tape and sends
+    the request again inside the same ``create``: the harness sees only the final answer."""
+
+    def script(request: Conversation) -> Reply:
+        results = [b for m in request.messages for b in m.blocks if isinstance(b, ToolResultBlock)]
+        if len(results) < 3:  # the harness's own loop: read three files
+            n = len(results)
+            return Reply.tool_call(f"toolu_{n:04d}", "read_file", {"path": f"src/f{n}.py"})
+        last = results[-1]
+        if last.tool_use_id == "toolu_r":  # the retrieval's answer arrived
+            return Reply.text(f"The first file said: {last.text}")
+        first = results[0]
+        assert first.text.startswith(PLACEHOLDER_PREFIX)  # evicted: the model asks for it back
+        return Reply.tool_call("toolu_r", RETRIEVE_TOOL_NAME, {"tool_use_id": "toolu_0000"})
+
+    evict = EvictToolResults(keep_last=1, min_freed_tokens=0)
+    with _server(script) as server:
+        sdk = anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
+        client = wrap(sdk, evict, retrieval=True, **engine_options())
+        history: list[Any] = [TASK]
+        answers = []
+        for _ in range(4):
+            response = client.messages.create(
+                model=MODEL, max_tokens=512, system=SYSTEM, tools=TOOLS, messages=history
+            )
+            answers.append(response)
+            history.append({"role": "assistant", "content": response.content})
+            uses = [b for b in response.content if b.type == "tool_use"]
+            if not uses:
+                break
+            assert uses[0].name == "read_file"  # the harness never sees a retrieve call
+            n = uses[0].id[-1]
+            content = f"secret-{n} " + "x" * 400
+            history.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": uses[0].id, "content": content}
+                    ],
+                }
+            )
+        assert answers[-1].content[0].text.startswith("The first file said: secret-0 ")
+        seen = server.requests
+        assert len(seen) == 5  # four harness calls, one retrieval answered inside the last
+        assert server.rejections == ()
+        tools = {json.dumps(r.body["tools"], sort_keys=True) for r in seen}
+        assert len(tools) == 1  # the same tool list, retrieve tool last, from the first call
+        assert seen[0].body["tools"][-1]["name"] == RETRIEVE_TOOL_NAME
+        assert len(client.engine.calls) == 5
+        sdk.close()

@@ -45,12 +45,32 @@ def _tape() -> list[Message]:
 def test_the_questions_come_from_the_tape() -> None:
     asked = questions(Conversation(model=MODEL, messages=tuple(_tape())))
     assert asked["artifacts"] == ("src/billing/api.py",)
-    assert asked["task"] == (TASK[:60],)
+    assert asked["task"] == (f"{TASK} {RULE}",)  # the harness's reminder is not the task
     assert asked["instructions"] == (RULE,)  # the harness's injected reminder is not the user's
     assert asked["errors"] == ("FAILED tests/test_api.py::test_refund - KeyError: 'currency'",)
     # a new request the user typed closes the errors of the turn before it
     later = Conversation(model=MODEL, messages=(*_tape(), _text("user", "Now the invoices.")))
     assert questions(later)["errors"] == ()
+
+
+def test_a_summary_in_its_own_words_passes_task_and_files() -> None:
+    """A summary restates the task and names files as a person would: the task passes on most of
+    its words, a file on its last two parts or a distinctive name; a view that lost them fails."""
+    from contextkit.replay._probes import ProbeScore  # noqa: PLC0415
+
+    tape = Conversation(model=MODEL, messages=tuple(_tape()))
+
+    def asked(text: str) -> dict[str, float | None]:
+        score = ProbeScore()
+        score.ask(0, tape, Conversation(model=MODEL, messages=(_text("user", text),)))
+        return score.shares()
+
+    restated = asked("We port the billing module onto the payments API; old tests stay green.")
+    assert restated["task"] == 1.0
+    assert restated["artifacts"] == 0.0
+    assert asked("Edited billing/api.py so far.")["artifacts"] == 1.0
+    assert asked("Edited api.py so far.")["artifacts"] == 0.0  # too short a name to find again
+    assert asked("The user wants something about payments.")["task"] == 0.0
 
 
 def _session() -> Session:

@@ -137,8 +137,28 @@ def test_a_subagent_report_costs_the_subagent_again() -> None:
     assert result.summary()["subagent_reruns"] == 1
     # Without the subagent's run in the file, nothing can reproduce its report.
     orphan = session.model_copy(update={"subagents": ()})
-    (lost,) = replay(orphan, _dropping("t1"), price=PRICE).recoveries
+    without = replay(orphan, _dropping("t1"), price=PRICE)
+    (lost,) = without.recoveries
     assert (lost.kind, lost.recoverable, lost.cost_usd) == ("subagent", False, None)
+    # With the retrieve tool, the report comes back from the tape in one round trip, run or not.
+    assert result.retrieval is not None
+    assert without.retrieval is not None
+    (back,) = result.retrieval
+    (found,) = without.retrieval
+    assert back.recoverable
+    assert found.recoverable
+    assert back.cost_usd is not None
+    assert back.cost_usd < 0.05 < recovery.cost_usd
+    summary = result.summary()
+    carried = result.retrieval_overhead_usd
+    assert carried is not None
+    assert carried > 0
+    assert summary["cost_plus_recovery_with_retrieval_usd"] == pytest.approx(
+        summary["cost_usd"] + back.cost_usd + carried
+    )
+    assert summary["cost_plus_recovery_with_retrieval_usd"] < summary["cost_plus_recovery_usd"]
+    assert without.summary()["cost_plus_recovery_usd"] is None
+    assert without.summary()["cost_plus_recovery_with_retrieval_usd"] is not None
 
 
 def test_text_the_user_typed_is_an_unrecoverable_loss_and_never_best() -> None:
@@ -146,6 +166,8 @@ def test_text_the_user_typed_is_an_unrecoverable_loss_and_never_best() -> None:
     lossy = replay(session, _dropping(user_text=True), name="lossy", price=PRICE)
     (lost,) = lossy.recoveries
     assert (lost.kind, lost.recoverable) == ("user", False)
+    assert lossy.retrieval is not None
+    assert [r.recoverable for r in lossy.retrieval] == [False]  # typed text has no handle
     assert "docs/SPEC-7.md" in lost.facts
     summaries = {
         "lossy": lossy.summary(),

@@ -85,6 +85,8 @@ SUMMARY_KEYS = {
     "compactions",
     "overflow_calls",
     "refused_calls",
+    "recovery_with_retrieval_usd",
+    "cost_plus_recovery_with_retrieval_usd",
     "recall",
     "simulated_cost_usd",
     "weighted_recall",

@@ -1,7 +1,8 @@
 """The live loop: :class:`ContextEngine` holds tape and view, applies a strategy before each
-call, places cache breakpoints, records responses and checkpoints to disk. The client integrations
-are :mod:`contextkit.engine.anthropic` and :mod:`contextkit.engine.openai` (imported on use: each
-loads its SDK).
+call, places cache breakpoints, records responses and checkpoints to disk, and (with
+``retrieval=True``) offers a retrieve tool that gets an evicted result back from the tape. The
+client integrations are :mod:`contextkit.engine.anthropic` and :mod:`contextkit.engine.openai`
+(imported on use: each loads its SDK).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from contextkit.engine._engine import (
     verdict,
     write_atomic,
 )
+from contextkit.engine._retrieve import (
+    RETRIEVE_TOOL,
+    RETRIEVE_TOOL_NAME,
+    retrieval_calls,
+    retrieve_tool_schema,
+    with_retrieve_tool,
+)
 
 __all__ = [
     "APIS",
@@ -39,6 +47,8 @@ __all__ = [
     "FINAL_STOPS",
     "INCOMPLETE_STOPS",
     "MAX_BREAKPOINTS",
+    "RETRIEVE_TOOL",
+    "RETRIEVE_TOOL_NAME",
     "Api",
     "BreakpointTally",
     "CheckpointError",
@@ -54,6 +64,9 @@ __all__ = [
     "place_breakpoints",
     "read_checkpoint",
     "request_body",
+    "retrieval_calls",
+    "retrieve_tool_schema",
     "verdict",
+    "with_retrieve_tool",
     "write_atomic",
 ]

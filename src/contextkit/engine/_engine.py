@@ -53,6 +53,7 @@ from contextkit.engine._checkpoint import (
     read_checkpoint,
     write_atomic,
 )
+from contextkit.engine._retrieve import answer, retrieval_calls, with_retrieve_tool
 from contextkit.errors import ContextkitError
 from contextkit.messages import (
     Block,
@@ -170,8 +171,11 @@ class ContextEngine:
         checkpoint_fsync: bool = True,
         audit_path: str | Path | None = None,
         cache_breakpoints: bool = True,
+        retrieval: bool = False,
     ) -> None:
         self.strategy: Strategy = _identity if strategy is None else strategy
+        self.retrieval = retrieval
+        """Offer the retrieve tool (:mod:`._retrieve`) in every request, from the first."""
         self.counter = counter or ApproxCounter()
         self.budget_tokens = budget_tokens
         self.context_window = context_window
@@ -315,10 +319,10 @@ class ContextEngine:
         result = self.strategy(self._view, facts)
         self._view = result.view
         self._receipts.extend(result.receipts)
-        request = self._view
+        request = with_retrieve_tool(self._view) if self.retrieval else self._view
         if self.cache_breakpoints:
             request = place_breakpoints(
-                self._view, self._last_request_end, existing=self._marks(self._view)
+                request, self._last_request_end, existing=self._marks(request)
             )
         self._pending = Prepared(
             request=request,
@@ -328,6 +332,14 @@ class ContextEngine:
             api=self.api,
         )
         return self._pending
+
+    def retrieval_answer(self, response: Message | None) -> Message | None:
+        """With ``retrieval``: the user message answering a response that only calls the
+        retrieve tool, from the tape (None: not such a response, or retrieval is off)."""
+        if not self.retrieval:
+            return None
+        uses = retrieval_calls(response)
+        return answer(self._tape, uses) if uses else None
 
     @property
     def pending(self) -> Prepared | None:

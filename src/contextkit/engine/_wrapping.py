@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Protocol, Self
 
-from contextkit.engine._boundary import Api, plain, request_body
+from contextkit.engine._boundary import Api, parse_response, plain, request_body
 from contextkit.engine._engine import ContextEngine, Verdict
+from contextkit.engine._retrieve import MAX_ROUNDS
 from contextkit.errors import ContextkitError
 from contextkit.messages import Message
 from contextkit.strategies import Strategy
@@ -102,6 +103,10 @@ class WrapSession:
         self.engine = engine
         self.head: dict[str, Any] | None = None
         self.sent: list[dict[str, Any]] = []
+        self.options_sent: dict[str, Any] = {}
+        """The client options (timeouts, headers) of the harness's last call."""
+        self.rounds = 0
+        """Retrieval round trips answered inside the harness's current call."""
         self.raw: list[object] = []
         """The objects the harness passed (None: an entry the wrapper wrote itself), kept so that
         an unchanged prefix is recognised by identity instead of converted again."""
@@ -126,6 +131,7 @@ class WrapSession:
             raise ContextkitError(f"the request needs {self.dialect.history_key}=[...]")
         stream = kwargs.pop("stream", None)
         options = {k: kwargs.pop(k) for k in CLIENT_OPTIONS if k in kwargs}
+        self.options_sent, self.rounds = options, 0
         passed, head = self.dialect.split(kwargs)
         params = {k: plain(v) for k, v in kwargs.items()}
         new_head = self.engine is not None and head != self.head
@@ -158,6 +164,23 @@ class WrapSession:
             if passed[i] is not self.raw[i] and normal(passed[i]) != self.sent[i]:
                 return None
         return [*self.sent, *(normal(m) for m in passed[n:])]
+
+    def retrieval(self, response: Any) -> dict[str, Any] | None:
+        """With the engine's ``retrieval``: a complete response that only calls the retrieve
+        tool is recorded, answered from the tape, and the arguments of the request to send next
+        are returned; the harness never sees that exchange (the engine keeps it, so the view and
+        the cached prefix go on from it). None: hand the response to the harness (``after``)."""
+        engine = self.engine
+        if engine is None or not engine.retrieval or self.rounds >= MAX_ROUNDS:
+            return None
+        body = plain(response)
+        reply = engine.retrieval_answer(parse_response(body).message)
+        if reply is None:
+            return None
+        engine.record(body)
+        engine.add(reply)
+        self.rounds += 1
+        return {**engine.prepare().body(), **self.options_sent}
 
     def after(self, response: Any) -> Verdict:
         """Record a complete response (SDK object or dict) into the engine."""

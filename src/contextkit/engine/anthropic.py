@@ -199,6 +199,8 @@ class _Messages(_MessagesBase):
         response = self._inner.create(**payload)
         if payload.get("stream"):
             return RecordingStream(response, _recorder(self._session))
+        while (again := self._session.retrieval(response)) is not None:
+            response = self._inner.create(**again)
         self._session.after(response)
         return response
 
@@ -209,6 +211,8 @@ class _AsyncMessages(_MessagesBase):
         response = await self._inner.create(**payload)
         if payload.get("stream"):
             return AsyncRecordingStream(response, _recorder(self._session))
+        while (again := self._session.retrieval(response)) is not None:
+            response = await self._inner.create(**again)
         self._session.after(response)
         return response
 

@@ -193,6 +193,8 @@ class _Resource:
         response = self._inner.create(**payload)
         if payload.get("stream"):
             return RecordingStream(response, self._recorder(self._session))
+        while (again := self._session.retrieval(response)) is not None:
+            response = self._inner.create(**again)
         self._session.after(response)
         return response
 
@@ -200,6 +202,8 @@ class _Resource:
         response = await self._inner.create(**payload)
         if payload.get("stream"):
             return AsyncRecordingStream(response, self._recorder(self._session))
+        while (again := self._session.retrieval(response)) is not None:
+            response = await self._inner.create(**again)
         self._session.after(response)
         return response
 

@@ -3,8 +3,13 @@ strategy edits the view, in the categories published probe evaluations of contex
 use. Fact recall (:mod:`._recall`) is the "facts later used" category; the others:
 
 - ``artifacts``: the artifact trail, every file the agent read or modified so far (the paths its
-  tool calls named: ``file_path``, ``path``, ``notebook_path``, ``filename``);
-- ``task``: the task, the opening words of the first request the user typed;
+  tool calls named: ``file_path``, ``path``, ``notebook_path``, ``filename``); a path passes when
+  the view holds it whole, or its last two parts (``session/state.go``), or a file name
+  distinctive enough to find it again (an extension and 12+ characters:
+  ``manual_commit_session.go``), as summaries name files;
+- ``task``: the task, the first request the user typed; it passes when the view holds its opening
+  words verbatim, or at least 60% of the distinct words of 4+ letters of its first 200
+  characters (a summary restates the task in its own words);
 - ``instructions``: every constraint the user typed (a sentence with ``do not``, ``don't``,
   ``never``, ``always``, ``must``, ``only``, ``make sure``);
 - ``errors``: errors still open, the first line of each tool result marked as an error in the
@@ -28,8 +33,10 @@ from contextkit.tokens import block_text
 
 CATEGORIES = ("artifacts", "task", "instructions", "errors")
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
-TASK_CHARS = 60
-"""How much of the first request a ``task`` probe asks for (its opening words, spaces folded)."""
+TASK_CHARS = 200
+"""How much of the first request a ``task`` probe asks for (spaces folded): its opening
+:data:`TASK_VERBATIM` characters verbatim, or most of its words (:data:`TASK_WORDS`)."""
+TASK_VERBATIM = 60
 _CONSTRAINT = re.compile(r"\b(?:do not|don't|never|always|must|only|make sure)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _SPACES = re.compile(r"\s+")
@@ -116,6 +123,31 @@ def _texts(message: Message) -> Iterator[str]:
             yield block_text(block)
 
 
+TASK_WORDS = 0.6
+"""Share of the task's distinct words a view must hold for a restated task to pass."""
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]{3,}")
+
+
+def _tails(path: str) -> tuple[str, ...]:
+    """Shorter names a view may give a file by: its last two parts, and its file name when that
+    is distinctive (an extension, 12+ characters)."""
+    parts = [p for p in re.split(r"[\\/]", path) if p]
+    tails = []
+    if len(parts) >= 2:
+        tails.append("/".join(parts[-2:]))
+    if parts and "." in parts[-1].strip(".") and len(parts[-1]) >= 12:
+        tails.append(parts[-1])
+    return tuple(tails)
+
+
+def _restated(task: str, lowered_view: str) -> bool:
+    words = {w.lower() for w in _WORD.findall(task)}
+    if not words:
+        return False
+    held = set(_WORD.findall(lowered_view))
+    return len(words & held) >= TASK_WORDS * len(words)
+
+
 @dataclass
 class ProbeScore:
     """Probes asked and passed per category, over every call where the strategy edited the view."""
@@ -127,10 +159,20 @@ class ProbeScore:
 
     def ask(self, call: int, tape: Conversation, view: Conversation) -> None:
         held = view_text(view)
+        lowered: str | None = None
         for category, answers in questions(tape).items():
             for answer in answers:
                 self.asked[category] += 1
-                if _folded(answer) in held:
+                if category == "task":
+                    passed = _folded(answer)[:TASK_VERBATIM] in held
+                    if not passed:
+                        lowered = lowered if lowered is not None else held.lower()
+                        passed = _restated(answer, lowered)
+                elif _folded(answer) in held:
+                    passed = True
+                else:
+                    passed = category == "artifacts" and any(t in held for t in _tails(answer))
+                if passed:
                     self.passed[category] += 1
                 elif len(self.failed) < 20:
                     self.failed.append((call, category, answer[:120]))

@@ -16,8 +16,11 @@ message of the tape that holds it, and getting it back costs:
   holds: listed, not charged (``kind="own"``).
 
 A source is charged once, at the first call that needs it and lost it (the agent has it back from
-then on). With ``retrieval`` (the engine's retrieve tool, decision 11) every evicted item comes
-back from the tape by one round trip: a subagent is not run again and user text is not lost.
+then on). With ``retrieval`` (the engine's retrieve tool, decision 11) a tool or subagent result
+comes back from the tape by one round trip (one ``contextkit_retrieve`` call): a subagent is not
+run again, and one whose run the file does not hold is no longer lost. Text the user typed has no
+handle and stays lost. Carrying the tool costs its definition in every request
+(:func:`retrieval_overhead`).
 
 This is a model of the agent, stated as such wherever the figures are shown: the price of one
 extra call at that point, by the prices of that call's model.
@@ -38,6 +41,8 @@ from contextkit.strategies import SUBAGENT_TOOLS
 from contextkit.tokens import TokenCounter, block_text
 
 Kind = Literal["tool", "subagent", "user", "own"]
+RETRIEVE_CALL_TOKENS = 30
+"""Output tokens of one ``contextkit_retrieve`` call (its name and a tool_use id)."""
 RECOVERY_NOTE = (
     "recovery: what a later call needed that the view no longer held, priced as the agent getting "
     "it back at that call (the tool run again, the subagent again, or lost if the user typed it)"
@@ -96,10 +101,26 @@ def recoveries(
     retrieval: bool = False,
 ) -> tuple[Recovery, ...]:
     """Every recovery of a replay (see the module docstring), in call order."""
+    needed = needs(session, tapes, scores, index, counter)
+    return priced(needed, context_tokens, prices, retrieval=retrieval)
+
+
+Need = tuple[int, "_Source", list[str]]
+"""(call, source, the facts of it that call needed): one item to get back."""
+
+
+def needs(
+    session: Session,
+    tapes: Sequence[Conversation],
+    scores: Sequence[CallRecall],
+    index: FactIndex,
+    counter: TokenCounter,
+) -> tuple[Need, ...]:
+    """What each call needed and no longer held, one entry per source (charged once, at the
+    first call that needed it)."""
     subagents = {s.parent_tool_use_id: s for s in session.subagents if s.parent_tool_use_id}
     charged: set[str] = set()
-    subagent_costs: dict[str, float | None] = {}
-    out: list[Recovery] = []
+    out: list[Need] = []
     for call, (tape, score) in enumerate(zip(tapes, scores, strict=True)):
         if not score.lost:
             continue
@@ -109,11 +130,35 @@ def recoveries(
                 by_source.setdefault(found.key, (found, []))[1].append(fact)
         for key, (found, facts) in by_source.items():
             charged.add(key)
-            price = prices[call]
-            out.append(
-                _priced(found, facts, call, context_tokens[call], price, retrieval, subagent_costs)
-            )
+            out.append((call, found, facts))
     return tuple(out)
+
+
+def priced(
+    needed: Sequence[Need],
+    context_tokens: Sequence[int],
+    prices: Sequence[ModelPrice | None],
+    *,
+    retrieval: bool = False,
+) -> tuple[Recovery, ...]:
+    """The recoveries of ``needed`` priced without or with the retrieve tool."""
+    subagent_costs: dict[str, float | None] = {}
+    return tuple(
+        _priced(found, facts, call, context_tokens[call], prices[call], retrieval, subagent_costs)
+        for call, found, facts in needed
+    )
+
+
+def retrieval_overhead(prices: Sequence[ModelPrice | None], tool_tokens: int) -> float | None:
+    """What carrying the retrieve tool in every request costs: its definition written to the
+    cache at the first call, read at every later one (None where a price is unknown)."""
+    total = 0.0
+    for call, price in enumerate(prices):
+        if price is None:
+            return None
+        rate = price.cache_write_5m if call == 0 else price.cache_read
+        total += tool_tokens * rate / PER_MILLION
+    return total
 
 
 def _priced(
@@ -125,11 +170,12 @@ def _priced(
     retrieval: bool,
     subagent_costs: dict[str, float | None],
 ) -> Recovery:
-    trip = _round_trip(context, found.tokens, found.tool_call_tokens, price)
+    asked = RETRIEVE_CALL_TOKENS if retrieval else found.tool_call_tokens
+    trip = _round_trip(context, found.tokens, asked, price)
     kind, cost, recoverable = found.kind, trip, True
     if kind == "own":
         cost = 0.0
-    elif kind == "user" and not retrieval:
+    elif kind == "user":  # typed text has no handle to retrieve it by
         cost, recoverable = None, False
     elif kind == "subagent" and not retrieval:
         if found.subagent is None:
@@ -223,4 +269,13 @@ def _brief(use: ToolUseBlock | None) -> str:
     return f"({text})"
 
 
-__all__ = ["RECOVERY_NOTE", "Recovery", "recoveries"]
+__all__ = [
+    "RECOVERY_NOTE",
+    "RETRIEVE_CALL_TOKENS",
+    "Need",
+    "Recovery",
+    "needs",
+    "priced",
+    "recoveries",
+    "retrieval_overhead",
+]

@@ -41,6 +41,7 @@ from contextkit.accounting import (
     session_counter,
 )
 from contextkit.cache import AnthropicCache
+from contextkit.engine import RETRIEVE_TOOL
 from contextkit.messages import Conversation, Message, validate
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
@@ -56,7 +57,7 @@ from contextkit.replay._recall import (
     summarise,
     wanted_index,
 )
-from contextkit.replay._recovery import Recovery, recoveries
+from contextkit.replay._recovery import Recovery, needs, priced, retrieval_overhead
 from contextkit.replay._strict import (
     NOTHING,
     CallQuality,
@@ -130,10 +131,16 @@ class Replay:
     are the requests the responses were made from: nothing to measure)."""
     probes: ProbeScore | None = None
     """Probes of what the agent must still know, asked where the strategy edited the view
-    (:mod:`._probes`); None for ``as-recorded``."""
+    (:mod:`._probes`); for ``as-recorded``, of the harness's own compactions (None where it made
+    none)."""
     refused: tuple[int, ...] = ()
     """Calls whose view the provider would refuse (:func:`refused_calls`); such a strategy is
     never ranked best, whatever it costs."""
+    retrieval: tuple[Recovery, ...] | None = None
+    """The same recoveries priced as the engine's retrieve tool gets them back (one
+    ``contextkit_retrieve`` round trip each); None for ``as-recorded``."""
+    retrieval_overhead_usd: float | None = 0.0
+    """What carrying the retrieve tool's definition in every request costs."""
     recoveries: tuple[Recovery, ...] = ()
     """What later calls needed that the view no longer held, and what getting each back costs
     (:mod:`._recovery`); empty for ``as-recorded`` (its views are what the responses saw)."""
@@ -215,6 +222,7 @@ class Replay:
         # Something lost for good has no price: cost + recovery is not a number then.
         total = None if cost is None or recovery is None or lost else cost + recovery
         return {
+            **self._retrieval(cost),
             "recovery_usd": recovery,
             "recoveries": len(self.recoveries),
             "unrecoverable": sum(1 for r in self.recoveries if not r.recoverable),
@@ -222,6 +230,25 @@ class Replay:
                 1 for r in self.recoveries if r.recoverable and r.kind == "subagent"
             ),
             "cost_plus_recovery_usd": total,
+        }
+
+    def _retrieval(self, cost: float | None) -> dict[str, Any]:
+        """The same with the retrieve tool (decision 11): recoveries as round trips, plus the
+        tool's definition in every request; None for ``as-recorded``."""
+        if self.retrieval is None:
+            return {
+                "recovery_with_retrieval_usd": None,
+                "cost_plus_recovery_with_retrieval_usd": None,
+            }
+        costs = [r.cost_usd for r in self.retrieval if r.recoverable]
+        recovery = None if None in costs else float(sum(c for c in costs if c is not None))
+        lost = any(not r.recoverable for r in self.retrieval)
+        carried = self.retrieval_overhead_usd
+        parts = (cost, recovery, carried)
+        total = None if lost or None in parts else sum(p for p in parts if p is not None)
+        return {
+            "recovery_with_retrieval_usd": recovery,
+            "cost_plus_recovery_with_retrieval_usd": total,
         }
 
     def _strict(self) -> dict[str, Any]:
@@ -356,13 +383,24 @@ def replay(
     )
     context = [r.context_tokens for r in done.rows]
     prices = call_prices(session, price)
+    needed = needs(session, tapes, scores, index, counter)
     return replace(
         done,
         recall=summarise(scores, weighted=scorer.weighted),
         quality=summarise_quality(scorer.quality),
-        recoveries=recoveries(session, tapes, scores, index, context, prices, counter),
+        recoveries=priced(needed, context, prices),
+        retrieval=priced(needed, context, prices, retrieval=True),
+        retrieval_overhead_usd=retrieval_overhead(prices, _tool_tokens(counter)),
         probes=probe_edits(tapes, views, edited),
         refused=refused_calls(tapes, views, edited),
+    )
+
+
+def _tool_tokens(counter: TokenCounter) -> int:
+    """Tokens the retrieve tool's definition adds to a request."""
+    bare = Conversation()
+    return counter.count_conversation(bare.model_copy(update={"tools": (RETRIEVE_TOOL,)})) - (
+        counter.count_conversation(bare)
     )
 
 
@@ -478,7 +516,28 @@ def replay_as_recorded(
         ),
         views=tuple(c.request for c in session.calls),
         tapes=tuple(c.request for c in session.calls),
+        probes=_probe_harness_summaries(session),
     )
+
+
+def _probe_harness_summaries(session: Session) -> ProbeScore | None:
+    """Probes of the harness's own compactions (None where it made none): at each call right
+    after one (Claude Code's ``compact_boundary``), the questions the full history answers,
+    asked of the request the harness sent, whose summary is its own (its compaction subagent's
+    text). The same probes as a strategy's summary faces, so the two can be compared."""
+    if not session.compactions:
+        return None
+    walker = _Walker(session)
+    score = ProbeScore()
+    wanted = set(session.compactions)
+    for i, call in enumerate(session.calls):
+        thread, new = walker.step(i, call)
+        thread.tape = _with_head(thread.tape, call.request, new)
+        if i in wanted:
+            score.ask(i, thread.tape, call.request)
+        if i >= max(wanted):
+            break
+    return score
 
 
 def _harness_compactions(session: Session) -> tuple[float, float, tuple[str, ...]]:

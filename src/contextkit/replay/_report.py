@@ -213,6 +213,7 @@ SESSION_COLUMNS = (
     "summariser",
     "recovery",
     "cost + recovery",
+    "with retrieval",
     "vs as-recorded",
     "vs none",
     "vs oracle",
@@ -223,7 +224,9 @@ SESSION_COLUMNS = (
     "compactions",
     "overflows",
 )
-"""The per-session table's columns; the savings are of cost + recovery (:func:`savings`)."""
+"""The per-session table's columns; the savings are of cost + recovery (:func:`savings`); "with
+retrieval": cost + recovery had the engine's retrieve tool been offered (each recovery one
+``contextkit_retrieve`` round trip, the tool's definition carried in every request)."""
 
 
 def _probe_cell(s: Mapping[str, Any]) -> str:
@@ -236,7 +239,7 @@ def _probe_cell(s: Mapping[str, Any]) -> str:
 def _recovery_cells(s: Mapping[str, Any]) -> list[str]:
     recovery = s.get("recovery_usd")
     if recovery is None:
-        return ["n/a", "n/a"]
+        return ["n/a", "n/a", "n/a"]
     text = f"${recovery:,.2f}"
     if s.get("recoveries"):
         text += f" ({s['recoveries']})"
@@ -244,7 +247,12 @@ def _recovery_cells(s: Mapping[str, Any]) -> list[str]:
     if lost:
         text += f", {lost} lost for good"
     both = s.get("cost_plus_recovery_usd")
-    return [text, "unknown" if both is None else f"${both:,.2f}"]
+    undo = s.get("cost_plus_recovery_with_retrieval_usd")
+    return [
+        text,
+        "unknown" if both is None else f"${both:,.2f}",
+        "unknown" if undo is None else f"${undo:,.2f}",
+    ]
 
 
 def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | None]) -> list[str]:
@@ -263,7 +271,7 @@ def _session_row(name: str, s: Mapping[str, Any], saved: Mapping[str, float | No
         f"**{name}**" if name == ORACLE else name,
         money,
         summariser,
-        *(["-", money] if name == AS_RECORDED else _recovery_cells(s)),
+        *(["-", money, "n/a"] if name == AS_RECORDED else _recovery_cells(s)),
         _pct(saved["vs_as_recorded"]),
         _pct(saved["vs_none"]),
         _pct(saved["vs_oracle"]),
