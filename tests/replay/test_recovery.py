@@ -3,6 +3,8 @@ costs the agent, and the best strategy by cost + recovery."""
 
 from __future__ import annotations
 
+import json
+import re
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -208,3 +210,31 @@ def test_dropping_a_corpus_subagent_report_is_charged_its_run_and_is_not_best(
     best = best_strategy(summaries)
     assert best is not None
     assert summaries[best]["subagent_reruns"] == 0
+
+
+@pytest.mark.corpus
+def test_replay_explain_lists_each_recovery_with_and_without_retrieval(corpus: Path) -> None:
+    """``replay --explain``: every recovery (call, kind, what held it, its price and its price
+    with the retrieve tool), every failed probe; the JSON lists the same recoveries."""
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from contextkit.cli import app  # noqa: PLC0415
+
+    path = str(corpus / "entire-claude" / "s-6d-9f76bd01e9-0.jsonl")
+    args = ["replay", path, "-s", "evict-then-summary", "--wide"]
+    shown = CliRunner().invoke(app, [*args, "--explain"], env={"COLUMNS": "220"})
+    assert shown.exit_code == 0, shown.output
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert doc["recoveries"]
+    text = shown.stdout
+    assert "recoveries: what later calls needed that evict-then-summary had dropped" in text
+    assert "with retrieval" in text
+    rows = re.findall(r"^(\d+)\s+(tool|subagent|user|own)\s", text, re.MULTILINE)
+    assert rows == [(str(r["call"]), r["kind"]) for r in doc["recoveries"]]
+    subagent = [r for r in doc["recoveries"] if r["kind"] == "subagent"]
+    assert subagent  # the Task report this preset clears, charged its run (then one round trip)
+    assert (
+        doc["summary"]["cost_plus_recovery_with_retrieval_usd"]
+        < (doc["summary"]["cost_plus_recovery_usd"])
+    )
+    assert "probe failed at call" in text

@@ -68,8 +68,10 @@ def _columns(wide: bool) -> tuple[tuple[str, str, str], ...]:
 
 
 SAVINGS_NOTE = (
-    "savings are against the as-recorded requests priced by the same simulator (the harness's "
-    "own compaction calls included; the recorded bill is the as-recorded cost) and against none"
+    "savings are of cost + recovery, against the as-recorded requests priced by the same "
+    "simulator (the harness's own compaction calls included; the recorded bill is the "
+    "as-recorded cost) and against none (marked where none overflows the window: a run that "
+    "could not have happened)"
 )
 
 
@@ -111,6 +113,12 @@ def replay_command(
     model: ModelOption = None,
     format_name: FormatOption = None,
     wide: WideOption = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain", help="List every recovery, failed probe and refused request, with why."
+        ),
+    ] = False,
 ) -> None:
     """Replay one recorded session under a strategy: cost, cache, peak context, recall."""
     from contextkit.formats import load  # noqa: PLC0415  (the library loads in the command)
@@ -140,23 +148,71 @@ def replay_command(
     ]
     others = [s for s in others if s.calls]
     if as_json:
-        skipped = [{"line": r.line, "reason": r.reason} for r in loaded.skipped]
-        left = [
-            {
-                "session": s.session_id,
-                "calls": len(s.calls),
-                "subagent": s.parent_session_id is not None,
-            }
-            for s in others
-        ]
-        doc = {**result.to_json(), "savings": saved[result.strategy], "skipped": skipped}
-        print_json({**doc, "not_replayed": left})
+        _print_replay_json(result, saved, loaded.skipped, others)
         return
     _print_replay(result, baseline, none, saved, others, wide)
+    if explain:
+        _print_explain(result)
     if dump_requests is not None:
         console.print(f"requests written to {dump_requests}", highlight=False, soft_wrap=True)
     if plot is not None:
         console.print(f"plot written to {plot}", highlight=False, soft_wrap=True)
+
+
+def _print_replay_json(
+    result: Replay,
+    saved: dict[str, dict[str, float | None]],
+    skipped: Any,
+    others: list[Session],
+) -> None:
+    left = [
+        {
+            "session": s.session_id,
+            "calls": len(s.calls),
+            "subagent": s.parent_session_id is not None,
+        }
+        for s in others
+    ]
+    doc = {
+        **result.to_json(),
+        "savings": saved[result.strategy],
+        "skipped": [{"line": r.line, "reason": r.reason} for r in skipped],
+    }
+    print_json({**doc, "not_replayed": left})
+
+
+def _print_explain(result: Replay) -> None:
+    """Why the scores are what they are: each recovery (call, kind, what, why, price without and
+    with the retrieve tool), each failed probe, each request the provider would refuse."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
+
+    tab = t.table(f"recoveries: what later calls needed that {result.strategy} had dropped")
+    for header in ("call", "kind", "what held it", "facts needed"):
+        t.label_column(tab, header)
+    for header in ("tokens", "to get back", "with retrieval"):
+        t.number_column(tab, header)
+    with_tool = {(r.call, r.source): r for r in result.retrieval or ()}
+    lost = "lost for good"
+    for r in result.recoveries:
+        back = with_tool.get((r.call, r.source))
+        tab.add_row(
+            str(r.call),
+            r.kind,
+            escape(r.source[:70]),
+            escape(", ".join(f[:30] for f in r.facts[:3])),
+            f"{r.tokens:,}",
+            lost if not r.recoverable else t.money(r.cost_usd, True),
+            lost if back is None or not back.recoverable else t.money(back.cost_usd, True),
+        )
+    console.print(tab if result.recoveries else "no recovery: no later call needed what it dropped")
+    failed = result.probes.failed if result.probes is not None else []
+    for call, category, answer in failed:
+        console.print(
+            f"probe failed at call {call} ({category}): {escape(answer)}", highlight=False
+        )
+    if result.refused:
+        shown = ", ".join(map(str, result.refused[:20]))
+        console.print(f"requests the provider would refuse at calls: {shown}", highlight=False)
 
 
 def _print_replay(
@@ -189,7 +245,10 @@ def _print_replay(
     ]
     line = f"as-recorded, simulated: {t.money(simulated, wide)}"
     if parts and result.strategy not in (AS_RECORDED, "none"):
-        line += f"; {result.strategy}: " + ", ".join(parts)
+        line += f"; {result.strategy} (cost + recovery): " + ", ".join(parts)
+        over = none.summary()["overflow_calls"]
+        if over and mine.get("vs_none") is not None:
+            line += f" (none overflows the window at {over} calls: it could not have run)"
     console.print(line, highlight=False)
     if result.recall.examples:
         lost = ", ".join(f"call {c}: {f[:60]}" for c, f in result.recall.examples[:6])
@@ -365,14 +424,14 @@ def _sessions_table(
     """A row per session: its bill, the full tape, and the best strategy with its saving."""
     from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
 
-    from contextkit.replay import best_strategy, savings  # noqa: PLC0415
+    from contextkit.replay import best_strategy, savings, total  # noqa: PLC0415
 
     tab = t.table("per session (replay keeps the recorded responses)")
     t.label_column(tab, "session")
     for header in ("calls", "as-\nrecorded", "none"):
         t.number_column(tab, header)
     t.label_column(tab, "best")
-    t.number_column(tab, "best\ncost")
+    t.number_column(tab, "best cost\n+ recovery")
     t.number_column(tab, "vs\nas-rec")
     t.number_column(tab, "vs\nnone")
     for (path, session_id), entry in sessions.items():
@@ -383,13 +442,18 @@ def _sessions_table(
             name += f" {session_id[:8]}"
         best = best_strategy(by)
         bill = by.get(AS_RECORDED, {}).get("cost_usd")
-        best_cost = by[best]["cost_usd"] if best else None
+        best_cost = total(by[best]) if best else None
         saved = savings(by).get(best, {}) if best else {}
+        none = "-"
+        if "none" in by:
+            none = t.money(by["none"]["cost_usd"], wide)
+            if by["none"].get("overflow_calls"):
+                none += f" ({by['none']['overflow_calls']} over)"
         tab.add_row(
             escape(name),
             f"{entry['calls']:,}",
             t.money(bill, wide) if AS_RECORDED in by else "-",
-            t.money(by["none"]["cost_usd"], wide) if "none" in by else "-",
+            none,
             best or "-",
             t.money(best_cost, wide) if best else "-",
             t.percent(saved.get("vs_as_recorded")),
@@ -403,8 +467,9 @@ def _totals_table(
 ) -> Any:
     """A row per strategy, summed over the sessions every strategy priced (a session with an
     unknown price or no bill would make the sums incomparable); shares are means. The saving is
-    against the as-recorded requests priced by the same simulator."""
+    against the as-recorded requests priced by the same simulator, of cost + recovery."""
     from contextkit.replay import best_strategy  # noqa: PLC0415
+    from contextkit.replay import total as replay_total  # noqa: PLC0415
 
     priced = [
         e["by"]
@@ -438,7 +503,11 @@ def _totals_table(
             if kind in SHARES:
                 known = [s[key] for s in summaries if s.get(key) is not None]
                 total[key] = sum(known) / len(known) if known else None
-        versus = t.percent(total["cost_usd"] / bill - 1) if bill and name != AS_RECORDED else ""
+        plus = [replay_total(s) for s in summaries]
+        versus = ""
+        if bill and name != AS_RECORDED:  # of cost + recovery; n/a where something was lost
+            known = [p for p in plus if p is not None]
+            versus = t.percent(sum(known) / bill - 1) if len(known) == len(plus) else "n/a"
         counted = f"{best.count(name)}" if name != AS_RECORDED else ""
         tab.add_row(name, *_summary_cells(total, wide), versus, counted)
     return tab
