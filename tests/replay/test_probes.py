@@ -73,6 +73,29 @@ def test_a_summary_in_its_own_words_passes_task_and_files() -> None:
     assert asked("The user wants something about payments.")["task"] == 0.0
 
 
+def test_the_open_todo_items_are_the_next_steps() -> None:
+    todos = {
+        "todos": [
+            {"content": "Read   the payments API", "status": "completed"},
+            {"content": "Write the refund test", "status": "in_progress"},
+            {"content": "Port the invoices", "status": "pending"},
+        ]
+    }
+    plan = ToolUseBlock(id="p1", name="TodoWrite", input=todos)
+    tape = Conversation(
+        model=MODEL,
+        messages=(*_tape(), Message(role="assistant", content=(plan,))),
+    )
+    assert questions(tape)["next"] == ("Write the refund test", "Port the invoices")
+    from contextkit.replay._probes import ProbeScore  # noqa: PLC0415
+
+    score = ProbeScore()
+    score.ask(
+        0, tape, Conversation(model=MODEL, messages=(_text("user", "Write the refund test"),))
+    )
+    assert score.shares()["next"] == 0.5
+
+
 def _session() -> Session:
     tape = _tape()
     calls = []

@@ -108,6 +108,7 @@ SUMMARY_KEYS = {
     "probe_task",
     "probe_instructions",
     "probe_errors",
+    "probe_next",
 }
 
 

@@ -13,7 +13,9 @@ use. Fact recall (:mod:`._recall`) is the "facts later used" category; the other
 - ``instructions``: every constraint the user typed (a sentence with ``do not``, ``don't``,
   ``never``, ``always``, ``must``, ``only``, ``make sure``);
 - ``errors``: errors still open, the first line of each tool result marked as an error in the
-  current turn.
+  current turn;
+- ``next``: the next steps, every open item (pending or in progress) of the latest todo list the
+  agent wrote (``TodoWrite``, ``todo_write``, Codex's ``update_plan``).
 
 A probe passes when the view holds its answer, verbatim or inside a summary the strategy wrote
 (the text of every message, the system prompt and the tools' descriptions are searched). Each is
@@ -31,7 +33,8 @@ from contextkit.accounting import split_user_text
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.tokens import block_text
 
-CATEGORIES = ("artifacts", "task", "instructions", "errors")
+CATEGORIES = ("artifacts", "task", "instructions", "errors", "next")
+TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan"})
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
 TASK_CHARS = 200
 """How much of the first request a ``task`` probe asks for (spaces folded): its opening
@@ -66,6 +69,7 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
     instructions: dict[str, None] = {}
     task: str | None = None
     errors: list[str] = []
+    todos: tuple[str, ...] = ()
     for message in tape.messages:
         typed = _typed(message)
         if typed is not None:
@@ -80,6 +84,8 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
         if isinstance(message.content, str):
             continue
         for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name in TODO_TOOLS:
+                todos = _open_items(block.input)
             if isinstance(block, ToolUseBlock) and isinstance(block.input, Mapping):
                 for key in PATH_KEYS:
                     value = block.input.get(key)
@@ -94,7 +100,23 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
         "task": (task,) if task else (),
         "instructions": tuple(instructions),
         "errors": tuple(dict.fromkeys(errors)),
+        "next": todos,
     }
+
+
+def _open_items(given: object) -> tuple[str, ...]:
+    """The open items of a todo list call (``todos``: TodoWrite's; ``plan``: update_plan's)."""
+    if not isinstance(given, Mapping):
+        return ()
+    items = given.get("todos") or given.get("plan") or []
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, Mapping) or item.get("status") == "completed":
+            continue
+        text = item.get("content") or item.get("step")
+        if isinstance(text, str) and text.strip():
+            out.append(_folded(text))
+    return tuple(dict.fromkeys(out))
 
 
 def view_text(view: Conversation) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE
+from contextkit.replay._probes import CATEGORIES
 from contextkit.replay._replay import AS_RECORDED, ASSUMPTION
 
 SPAN_FLOOR = 0.95
@@ -220,7 +221,7 @@ SESSION_COLUMNS = (
     "fact recall",
     "copied spans",
     "edits feasible",
-    "probes: artifacts / task / instructions / errors",
+    "probes: artifacts / task / instructions / errors / next",
     "compactions",
     "overflows",
 )
@@ -232,7 +233,7 @@ retrieval": cost + recovery had the engine's retrieve tool been offered (each re
 def _probe_cell(s: Mapping[str, Any]) -> str:
     if not s.get("probes"):
         return "-"
-    shares = [s.get(f"probe_{c}") for c in ("artifacts", "task", "instructions", "errors")]
+    shares = [s.get(f"probe_{c}") for c in CATEGORIES]
     return " / ".join("-" if v is None else f"{v:.2f}" for v in shares)
 
 
