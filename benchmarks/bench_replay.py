@@ -35,6 +35,7 @@ from contextkit.formats import load
 from contextkit.messages import Conversation, Message, Tool, to_payload
 from contextkit.pricing import ModelPrice
 from contextkit.replay import ORACLE, Replay, replay, run_strategy
+from contextkit.replay._probes import ProbeScore
 from contextkit.session import Session
 from contextkit.session.examples import ExampleSpec, generate_session
 from contextkit.strategies import CallFacts, strategy_from_spec
@@ -302,8 +303,10 @@ def test_recovery_costs_little_beside_the_replay(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The largest recorded session under the presets that drop things (where recovery has work
-    to do), replayed with recovery and with it switched off, alternately: the ratio of CPU times.
-    Measured 1.01x (spotter's 152 calls, 19 recoveries under the three presets)."""
+    to do), replayed with the scoring the scoring issue added (recovery priced without and with
+    the retrieve tool, probes, refused requests) and with it switched off, alternately: the
+    ratio of CPU times. Measured 1.01x before retrieval and refusals (spotter's 152 calls, 19
+    recoveries under the three presets)."""
     require_benchmark_run(request)
     session = corpus_sessions[0]
     specs = ("evict-tool-results", "summary", "sliding-window")
@@ -315,7 +318,10 @@ def test_recovery_costs_little_beside_the_replay(
 
     def without() -> int:
         with monkeypatch.context() as patched:
-            patched.setattr("contextkit.replay._replay.recoveries", lambda *a, **k: ())
+            patched.setattr("contextkit.replay._replay.needs", lambda *a, **k: ())
+            patched.setattr("contextkit.replay._replay.priced", lambda *a, **k: ())
+            patched.setattr("contextkit.replay._replay.probe_edits", lambda *a: ProbeScore())
+            patched.setattr("contextkit.replay._replay.refused_calls", lambda *a: ())
             return run_all()
 
     base, took = interleaved(without, run_all, repeats=5)
