@@ -35,3 +35,27 @@ class ConfigError(ContextkitError):
 
 class BudgetError(ContextkitError):
     """The context cannot be brought under the budget without breaking an invariant."""
+
+
+def json_reason(exc: ValueError) -> str:
+    """Why ``json.loads`` refused a text: the decoder's message, or (a ``ValueError`` that is not
+    a decode error: a number longer than Python's integer-string limit) what that means."""
+    message = getattr(exc, "msg", None)
+    if isinstance(message, str):
+        return message
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "a number with more digits than Python reads (its integer-string limit)"
+    return text
+
+
+def json_column(exc: ValueError) -> int:
+    """The column of a decode error (0 when the error has none)."""
+    column = getattr(exc, "colno", 0)
+    return column if isinstance(column, int) else 0
+
+
+def json_line(exc: ValueError) -> int | None:
+    """The line of a decode error (None when the error has none)."""
+    line = getattr(exc, "lineno", None)
+    return line if isinstance(line, int) else None

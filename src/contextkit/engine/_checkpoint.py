@@ -56,7 +56,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contextkit.errors import ContextkitError
+from contextkit.errors import ContextkitError, json_reason
 from contextkit.messages import Conversation, History, Message, to_payload
 from contextkit.session import Call, Usage
 from contextkit.strategies import Receipt
@@ -380,8 +380,11 @@ def _read_bytes(path: Path) -> bytes:
 def _json_object(path: Path, number: int, raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number past the limit
+        if isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
+            why = json_reason(exc)
+        else:
+            why = type(exc).__name__
         raise CheckpointError(f"{path}:{number}: damaged checkpoint line ({why})") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}:{number}: damaged checkpoint line (not an object)")

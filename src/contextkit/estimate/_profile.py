@@ -155,7 +155,7 @@ def load_tools(path: str | Path) -> tuple[Tool, ...]:
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"{file}: cannot read tool schemas: {exc}") from None
     if isinstance(data, dict):
         data = data.get("tools", [data])

@@ -13,13 +13,14 @@ values do not all parse is still an error naming the line (and the column where 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextkit.errors import FormatError
+from contextkit.errors import FormatError, json_column, json_line, json_reason
 from contextkit.session import SkippedRecord
 
 HEAD_BYTES = 65536
@@ -128,7 +129,7 @@ def _unfinished(raw: bytes) -> bool:
     try:
         json.loads(raw)
     except json.JSONDecodeError as exc:
-        return exc.msg != "Extra data"  # records back to back, whole: read as such
+        return json_reason(exc) != "Extra data"  # records back to back, whole: read as such
     except (ValueError, RecursionError):  # cut inside a character, or nested past the parser
         return True
     return False
@@ -158,9 +159,9 @@ def _line_values(text: str, number: int, skips: Skips) -> list[Any]:
     except RecursionError:
         skips.fail("nested deeper than the JSON parser can read", number)
         return []
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
-            skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
+    except ValueError as exc:
+        if json_reason(exc) != "Extra data":
+            skips.fail(f"not valid JSON ({json_reason(exc)}, column {json_column(exc)})", number)
             return []
     values: list[Any] = []
     size = len(text)
@@ -168,8 +169,8 @@ def _line_values(text: str, number: int, skips: Skips) -> list[Any]:
     while end < size:
         try:
             value, end = _DECODER.raw_decode(text, end)
-        except json.JSONDecodeError as exc:
-            skips.fail(f"not valid JSON ({exc.msg}, column {exc.colno})", number)
+        except ValueError as exc:
+            skips.fail(f"not valid JSON ({json_reason(exc)}, column {json_column(exc)})", number)
             return []
         values.append(value)
         while end < size and text[end].isspace():
@@ -194,11 +195,22 @@ def load_json(path: Path) -> Any:
         raise FormatError(path, "invalid UTF-8", line) from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not valid JSON ({exc.msg})", exc.lineno) from None
+    except ValueError as exc:
+        where = json_line(exc)
+        where = where if where is not None else _long_number_line(text)
+        raise FormatError(path, f"not valid JSON ({json_reason(exc)})", where) from None
     except RecursionError:
         reason = "nested deeper than the JSON parser can read"
         raise FormatError(path, reason, _deepest_line(text)) from None
+
+
+_LONG_NUMBER = re.compile(r"\d{4301,}")
+
+
+def _long_number_line(text: str) -> int | None:
+    """The line of the first number longer than Python's integer-string limit (None: none)."""
+    found = _LONG_NUMBER.search(text)
+    return None if found is None else text.count("\n", 0, found.start()) + 1
 
 
 def _deepest_line(text: str, limit: int = 900) -> int | None:
@@ -254,8 +266,11 @@ def _first_line_damage(head: str) -> tuple[int, str] | None:
     line = data.count(b"\n", 0, skip) + 1
     try:
         json.loads(first)
-    except json.JSONDecodeError as exc:
-        return line, f"line {line} is not valid JSON ({exc.msg}, column {exc.colno})"
+    except ValueError as exc:
+        return (
+            line,
+            f"line {line} is not valid JSON ({json_reason(exc)}, column {json_column(exc)})",
+        )
     except RecursionError:
         return line, f"line {line} is nested deeper than the JSON parser can read"
     return None
@@ -266,7 +281,7 @@ def first_json_object(head: str) -> dict[str, Any] | None:
     line = head.split("\n", 1)[0].strip()
     try:
         value = json.loads(line)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         return None
     return value if isinstance(value, dict) else None
 
@@ -294,7 +309,7 @@ def head_objects(path: Path, limit: int = SNIFF_RECORDS) -> list[object]:
                     out.append(json.loads(raw.decode("utf-8")))
                     if len(out) >= limit:
                         break
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (OSError, ValueError, RecursionError):
         pass
     return out
 

@@ -58,7 +58,7 @@ def _object_entries(text: str, i: int) -> list[tuple[str, int]]:
             i = _skip_ws(text, _value_end(text, start))
             if i < len(text) and text[i] == ",":
                 i = _skip_ws(text, i + 1)
-    except (json.JSONDecodeError, IndexError):
+    except (ValueError, IndexError):
         pass  # the head was cut inside this object: keep what was read
     return out
 
@@ -75,7 +75,7 @@ def _array_offsets(text: str, i: int, limit: int | None = None) -> list[int]:
             i = _skip_ws(text, _value_end(text, i))
             if i < len(text) and text[i] == ",":
                 i = _skip_ws(text, i + 1)
-    except (json.JSONDecodeError, IndexError):
+    except (ValueError, IndexError):
         pass
     return out
 
@@ -164,7 +164,7 @@ def _keys_and_scalars(text: str, i: int) -> tuple[tuple[str, ...], dict[str, Any
         if start < len(text) and text[start] == '"':
             try:
                 scalars[name] = _DECODER.raw_decode(text, start)[0]
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or a number past the digit limit
                 continue
     return tuple(name for name, _ in entries), scalars
 

@@ -141,7 +141,7 @@ def _whole_json(path: Path, head: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         return None
 
 

@@ -44,7 +44,7 @@ def read_first_object(path: Path) -> dict[str, Any] | None:
                 if raw.strip():
                     value = json.loads(raw.decode("utf-8"))
                     return value if isinstance(value, dict) else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return None
     return None
 

@@ -258,7 +258,7 @@ def _request_info(text: object) -> Mapping[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         return None
     return value if isinstance(value, Mapping) else None
 

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextkit.errors import json_reason
 from contextkit.formats._io import Skips
 from contextkit.formats._locations import Location, Places
 from contextkit.formats._sqlite import connect, has_tables, is_sqlite, rows
@@ -122,8 +123,8 @@ def _json_object(value: object) -> Mapping[str, Any] | str:
         return f"the value is {type(value).__name__}, not JSON text"
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg})"
+    except ValueError as exc:
+        return f"not valid JSON ({json_reason(exc)})"
     return (
         parsed if isinstance(parsed, Mapping) else f"expected a JSON object, found {parsed!r:.40}"
     )
@@ -237,7 +238,7 @@ def _tool_input(data: Mapping[str, Any]) -> object:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             return {"raw": raw}
     return raw if isinstance(raw, Mapping) else {}
 

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextkit.errors import FormatError
+from contextkit.errors import FormatError, json_reason
 from contextkit.formats._io import Skips, load_json, read_head
 from contextkit.formats._locations import Location, Places
 from contextkit.formats._sqlite import columns, connect, has_tables, is_sqlite, rows
@@ -262,8 +262,8 @@ def _storage_parts(folder: Path, errors: _Errors) -> tuple[Mapping[str, Any], ..
 def _row_json(path: Path, table: str, ident: object, data: object, errors: _Errors) -> Any:
     try:
         return json.loads(data) if isinstance(data, str | bytes) else None
-    except json.JSONDecodeError as exc:
-        errors.fail(path, f"{table} row {ident!r}: 'data' is not valid JSON ({exc.msg})")
+    except ValueError as exc:
+        errors.fail(path, f"{table} row {ident!r}: 'data' is not valid JSON ({json_reason(exc)})")
         return _INVALID
 
 

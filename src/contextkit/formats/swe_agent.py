@@ -269,7 +269,7 @@ def _model_name(replay_config: object) -> str | None:
     if isinstance(replay_config, str):  # some 1.x versions store the config as a JSON string
         try:
             replay_config = json.loads(replay_config)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             return None
     if not isinstance(replay_config, Mapping):
         return None

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contextkit.errors import json_reason
 from contextkit.messages import Conversation
 from contextkit.session import Usage
 from contextkit.wire import (
@@ -90,8 +91,8 @@ def assemble(api: Api, text: str, streamed: bool) -> Assembled:
     if not streamed:
         try:
             value = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as exc:
-            return Assembled(None, False, notes=[f"response is not JSON ({exc.msg})"])
+        except ValueError as exc:
+            return Assembled(None, False, notes=[f"response is not JSON ({json_reason(exc)})"])
         return Assembled(value if isinstance(value, dict) else None, True)
     if api == "anthropic":
         return _anthropic_stream(text)
@@ -114,8 +115,10 @@ def _decoded(events: list[SseEvent]) -> Iterator[dict[str, Any]]:
     for number, event in enumerate(events, start=1):
         try:
             value = json.loads(event.data)
-        except json.JSONDecodeError as exc:
-            raise StreamError(f"data is not valid JSON ({exc.msg})", event=number) from None
+        except ValueError as exc:
+            raise StreamError(
+                f"data is not valid JSON ({json_reason(exc)})", event=number
+            ) from None
         if not isinstance(value, dict):
             raise StreamError(f"data is {type(value).__name__}, not an object", event=number)
         if "type" not in value and event.event is not None:
@@ -131,7 +134,7 @@ def _data_events(text: str) -> list[dict[str, Any] | str]:
             continue
         try:
             value = json.loads(event.data)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             out.append("bad")
             continue
         if isinstance(value, dict):

@@ -265,7 +265,7 @@ def _json(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return None
 
 

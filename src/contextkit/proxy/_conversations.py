@@ -66,7 +66,7 @@ def conversation_key(api: Api, headers: Mapping[str, str], body: Mapping[str, An
 def _session_of_user_id(user_id: str) -> str | None:
     try:
         value = json.loads(user_id)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         value = None
     if isinstance(value, Mapping) and isinstance(value.get("session_id"), str):
         return str(value["session_id"])

@@ -87,7 +87,7 @@ def load_strategy(path: str | Path) -> Strategy:
             data = json.loads(raw)
         else:
             raise ConfigError(f"{path}: a strategy file must end in .toml or .json")
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # TOMLDecodeError, JSONDecodeError, a number past the limit
         raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from None
     if (
         isinstance(data, Mapping)
@@ -119,7 +119,7 @@ def _value(text: str) -> Any:
     text = text.strip()
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         pass
     if text.startswith("[") and text.endswith("]"):
         return [_value(item) for item in _split_top(text[1:-1], ",") if item.strip()]

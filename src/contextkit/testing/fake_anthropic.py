@@ -174,7 +174,7 @@ def _invalid(message: str) -> Rejected:
 def _parse(raw: str) -> Conversation:
     try:
         body = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise _invalid(f"There was an error parsing the body: {exc}") from None
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object")
@@ -414,7 +414,7 @@ class FakeAnthropic:
             body = json.loads(raw)
             body.setdefault("max_tokens", 1)
             conversation = parse_conversation(body)
-        except (json.JSONDecodeError, ValidationError, AttributeError) as exc:
+        except (ValueError, ValidationError, AttributeError) as exc:
             return Answer(400, error_body("invalid_request_error", str(exc).splitlines()[0]))
         return Answer(200, {"input_tokens": self.counter.count_conversation(conversation)})
 

@@ -284,7 +284,7 @@ def _parse_tool_call(call: object, where: str) -> ToolUseBlock:
     if kind == "function":
         try:
             value = json.loads(raw_input)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             meta["invalid_json"] = True  # the model wrote broken JSON: kept as the raw string
     fields = {"id": call["id"], "name": body["name"], "input": value}
     return _with_meta(ToolUseBlock, fields, meta)  # type: ignore[no-any-return]
@@ -477,7 +477,7 @@ def _arguments(value: Any, original: object, is_json: bool) -> str:
             try:
                 if json.loads(original) == value:
                     return original
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or a number past the digit limit
                 pass
     if isinstance(value, str) and not is_json:
         return value

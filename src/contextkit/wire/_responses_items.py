@@ -217,7 +217,7 @@ def _tool_use(item: Mapping[str, Any], index: int, kind: str) -> ToolUseBlock:
     if kind == "function_call":
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             meta["invalid_json"] = True
     meta["arguments"] = raw
     return _make(ToolUseBlock, {"id": call_id, "name": name, "input": value}, meta)  # type: ignore[no-any-return]
@@ -385,7 +385,7 @@ def _call_item(
 def _loads(raw: str) -> Any:
     try:
         return json.loads(raw)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past the digit limit
         return None
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextkit.errors import ContextkitError
+from contextkit.errors import ContextkitError, json_reason
 from contextkit.session import Record
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -101,8 +101,10 @@ def _decoded(events: Iterable[SseEvent]) -> Iterator[Mapping[str, Any]]:
     for number, event in enumerate(events, start=1):
         try:
             value = json.loads(event.data)
-        except json.JSONDecodeError as exc:
-            raise StreamError(f"data is not valid JSON ({exc.msg})", event=number) from None
+        except ValueError as exc:
+            raise StreamError(
+                f"data is not valid JSON ({json_reason(exc)})", event=number
+            ) from None
         if not isinstance(value, dict):
             raise StreamError(f"data is {type(value).__name__}, not an object", event=number)
         if "type" not in value and event.event is not None:
@@ -240,9 +242,9 @@ def _block_stop(state: _Assembler, number: int, event: Mapping[str, Any]) -> Non
         return  # no input_json_delta: the input given at content_block_start stands
     try:
         block["input"] = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise StreamError(
-            f"tool input of block {index} is not valid JSON ({exc.msg})", event=number
+            f"tool input of block {index} is not valid JSON ({json_reason(exc)})", event=number
         ) from None
 
 

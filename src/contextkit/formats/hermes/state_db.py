@@ -199,13 +199,13 @@ def _decoded(row: Mapping[str, Any], skips: Skips) -> Mapping[str, Any] | None:
     out = dict(row)
     content = row.get("content")
     if isinstance(content, str) and content.startswith(CONTENT_JSON_PREFIX):
-        with contextlib.suppress(json.JSONDecodeError):  # Hermes too keeps the raw string then
+        with contextlib.suppress(ValueError):  # Hermes too keeps the raw string then
             out["content"] = json.loads(content[len(CONTENT_JSON_PREFIX) :])
     calls = row.get("tool_calls")
     if isinstance(calls, str) and calls:
         try:
             out["tool_calls"] = json.loads(calls)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             where = f"session {row.get('session_id')!r}, message row {row.get('id')}"
             skips.fail(f"{where}: 'tool_calls' is not valid JSON")
             return None
@@ -234,7 +234,7 @@ def _branched(record: _Record) -> bool:
     if isinstance(config, str):
         try:
             config = json.loads(config)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             return False
     return isinstance(config, Mapping) and config.get("_branched_from") is not None
 

@@ -341,7 +341,7 @@ def _tool_use(call: Mapping[str, Any], event: Mapping[str, Any]) -> ToolUseBlock
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number past the digit limit
             parsed = arguments  # kept as the model wrote it
     call_id = as_str(call.get("id")) or as_str(event.get("tool_call_id")) or ""
     name = as_str(function.get("name")) or as_str(event.get("tool_name")) or ""
