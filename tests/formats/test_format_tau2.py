@@ -210,6 +210,28 @@ def test_a_simulation_with_no_messages(tmp_path: Path) -> None:
     assert len(full.calls) == 2
 
 
+@pytest.mark.parametrize("null", [True, False])
+def test_a_simulation_whose_messages_are_null_or_missing_is_named(
+    tmp_path: Path, null: bool
+) -> None:
+    """tau2 always writes the list: a null (or absent) one is data lost, never a silent session
+    with no calls (45 calls read as 31 before, with no word)."""
+    lost = _simulation("1", [])
+    if null:
+        lost["messages"] = None
+    else:
+        del lost["messages"]
+    path = _write(tmp_path, _results([lost, _simulation("2", _conversation())]))
+    said = "null" if null else "missing"
+    with pytest.raises(FormatError, match=f"simulation 0: 'messages' is {said}"):
+        load(path)
+    loaded = load(path, lenient=True)
+    (skipped,) = loaded.skipped
+    assert f"'messages' is {said}" in skipped.reason
+    assert skipped.line is not None
+    assert [len(s.calls) for s in loaded.sessions] == [2]
+
+
 def test_bad_message_strict_and_lenient(tmp_path: Path) -> None:
     messages = _conversation()
     messages.insert(2, {"role": "robot", "content": "beep"})

@@ -75,3 +75,23 @@ def test_a_json_conversation_without_messages_is_an_error(tmp_path: Path) -> Non
     for lenient in (False, True):
         with pytest.raises(FormatError, match="needs a 'messages' list"):
             load(path, format="gemini-cli", lenient=lenient)
+
+
+def test_a_response_record_with_nothing_in_it_is_named(tmp_path: Path) -> None:
+    """Gemini CLI writes a response record only when it brings text, thoughts or tool calls: one
+    with none (its ``toolCalls`` removed, say) is read as an empty call and named in a note, never
+    passed over in silence."""
+    call = {"id": "c1", "name": "ls", "args": {}, "result": [], "timestamp": "2026-01-01T00:00:01Z"}
+    records: list[dict[str, Any]] = [
+        {"id": "u1", "type": "user", "content": "list files"},
+        {"id": "g1", "type": "gemini", "content": "", "toolCalls": [call]},
+        {"id": "g2", "type": "gemini", "content": "done"},
+    ]
+    whole = load(_jsonl(tmp_path, [META, *records])).sessions[0]
+    assert not [n for n in whole.notes if "no tool calls" in n]
+    del records[1]["toolCalls"]
+    (session,) = load(_jsonl(tmp_path, [META, *records])).sessions
+    assert len(session.calls) == len(whole.calls)
+    (note,) = [n for n in session.notes if "no tool calls" in n]
+    assert note.startswith("1 gemini message(s) with no text, no thoughts and no tool calls")
+    assert "(messages 1)" in note

@@ -209,6 +209,7 @@ def _session(
     turn = UserTurn()
     replies: list[Reply] = []
     set_aside: Counter[str] = Counter(rewound)  # messages a rewind took out of the conversation
+    empty: list[int] = []  # gemini records with no text, no thoughts and no tool calls
     for index, (line, record) in enumerate(located):
         problem = _check(record)
         if problem is not None:
@@ -219,6 +220,10 @@ def _session(
             for block in _blocks(record.get("content")):
                 turn.add(block, result=isinstance(block, ToolResultBlock))
         elif kind == "gemini":
+            if not (
+                record.get("toolCalls") or record.get("thoughts") or _blocks(record.get("content"))
+            ):
+                empty.append(index)
             runs = _runs(record.get("toolCalls") or [])
             for position, run in enumerate(runs):
                 turn.flush(messages)
@@ -230,6 +235,13 @@ def _session(
         else:
             set_aside[kind] += 1
     notes = ["the system prompt and tool declarations are not in Gemini CLI recordings"]
+    if empty:
+        shown = ", ".join(map(str, empty[:10]))
+        notes.append(
+            f"{len(empty)} gemini message(s) with no text, no thoughts and no tool calls "
+            f"(messages {shown}): Gemini CLI writes a response record only when it brings one of "
+            "them, so their tool calls may be missing from the file; each is read as an empty call"
+        )
     if metadata.get("kind") == "subagent":
         notes.append("a subagent's recording (its parent session is the folder it is in)")
     return Session(

@@ -44,7 +44,8 @@ size from call 1's usage. The user simulator's system prompt is the guidelines f
 task's scenario, which is not rebuilt here: it has ``prefix_known=False`` too.
 
 Strict mode fails on the first bad simulation or message with its line; lenient mode skips it
-and lists a :class:`SkippedRecord`. A simulation with no messages is a session with no calls.
+and lists a :class:`SkippedRecord`. A simulation with an empty message list is a session with no
+calls; one whose ``messages`` is null or missing (tau2 always writes the list) is a bad record.
 """
 
 from __future__ import annotations
@@ -342,13 +343,19 @@ def _read_simulation(
         skips.fail(f"{where}expected an object, found {type(simulation).__name__}", line)
         return None
     raws = simulation.get("messages")
-    if not isinstance(raws, list | None):
+    if raws is None:  # tau2 always writes the list (empty when nothing was said): data lost
+        said = "null" if "messages" in simulation else "missing"
+        skips.fail(
+            f"{where}'messages' is {said}: the simulation's messages are not in the file", line
+        )
+        return None
+    if not isinstance(raws, list):
         skips.fail(f"{where}'messages' must be a list of tau2 messages", line)
         return None
     agent = View(role="assistant", model=run.agent_model)
     user = View(role="user", model=run.user_model)
     lines = doc.element_lines("simulations", index, "messages")
-    for position, raw, at in _expand(raws or [], lines):
+    for position, raw, at in _expand(raws, lines):
         problem = _message_problem(raw)
         if problem is not None:
             skips.fail(f"{where}message {position}: {problem}", at)
