@@ -70,11 +70,24 @@ def format_names() -> tuple[str, ...]:
     return tuple(r.name for r in readers())
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a file to read (never opened: a FIFO would block the read)."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link that loops or points to nothing"
+    if not path.exists():
+        return "no such file"
+    if path.is_fifo():
+        return "a FIFO (named pipe), not a regular file: not read"
+    if path.is_dir():
+        return "a folder, not a file"
+    return "not a regular file (a socket or a device): not read"
+
+
 def detect(path: str | Path) -> FormatReader:
     """The reader for ``path``, or :class:`UnknownFormatError`."""
     p = Path(path)
     if not p.is_file():
-        raise FormatError(p, "no such file" if not p.exists() else "not a regular file")
+        raise FormatError(p, _not_a_file(p))
     head = read_head(p)
     if not head.strip():
         raise UnknownFormatError(p, "the file is empty")
@@ -132,6 +145,8 @@ def load(path: str | Path, *, lenient: bool = False, format: str | None = None) 
     p = Path(path)
     if format is None:
         return _read(detect(p), p, lenient)
+    if not p.is_file():
+        raise FormatError(p, _not_a_file(p))
     for reader in readers():
         if reader.name == format:
             return _read(reader, p, lenient)

@@ -4,7 +4,10 @@ strategy, in parallel over sessions.
 Paths may be files or folders (a Claude Code projects folder, a corpus). In a folder, every file a
 reader recognises is taken; subagent files are loaded through their parent session (they appear
 as its subagents) unless the parent is missing; files no reader recognises are listed as skipped,
-never silently dropped. An explicitly named file that cannot be read is an error.
+never silently dropped; a file that cannot be read (permissions), or an entry with a session
+suffix that is not a regular file (a FIFO, a link that loops or points nowhere), is taken like a
+named file, so each command reports its error as it reports any unreadable file. An explicitly
+named file that cannot be read is an error.
 
 Work is embarrassingly parallel per file: ``jobs > 1`` uses a process pool on this machine (beyond
 one machine, run the same function under Dask or Ray; contextkit ships no scheduler of its own).
@@ -19,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from contextkit.errors import ContextkitError, FormatError
+from contextkit.errors import ContextkitError, FormatError, UnknownFormatError
 from contextkit.formats import detect, load
 from contextkit.peers import PEER_NAMES, peer
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
@@ -57,15 +60,20 @@ def find_session_files(paths: Sequence[str | Path]) -> Found:
             files.append(path)
             continue
         for candidate in sorted(path.rglob("*")):
-            if not candidate.is_file() or candidate.suffix not in SESSION_SUFFIXES:
+            if candidate.suffix not in SESSION_SUFFIXES or candidate.is_dir():
+                continue
+            if not candidate.is_file():  # a FIFO, socket or device; a link that loops or dangles
+                files.append(candidate)  # read like a named file: its error is reported
                 continue
             if _is_linked_subagent(candidate):
                 continue
             try:
                 detect(candidate)
-            except ContextkitError as exc:
+            except UnknownFormatError as exc:
                 skipped.append((str(candidate), str(exc)))
                 continue
+            except ContextkitError:
+                pass  # unreadable: read like a named file, so its error is reported as one
             files.append(candidate)
     return Found(tuple(files), tuple(skipped))
 
