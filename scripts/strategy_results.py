@@ -143,8 +143,8 @@ def render(results: Sequence[dict[str, Any]], root: Path, min_calls: int) -> str
         "back (the tool again, the subagent again at its recorded cost, or lost for good when "
         'the user typed it); "with retrieval": the same had the engine\'s retrieve tool been '
         "offered (one round trip each, the tool carried in every request). Probes (artifacts / "
-        "task / instructions / errors / next steps): the share of questions whose answer the "
-        "view still held where the strategy edited it. "
+        "task / instructions / decisions / errors / next steps): the share of questions whose "
+        "answer the view still held where the strategy edited it. "
         "What these cannot say: replay keeps the recorded responses, so a loss is what the "
         "recorded model could not have copied from that view, not how a model would have acted. "
         "See [replay-quality.md](replay-quality.md).",

@@ -96,6 +96,44 @@ def test_the_open_todo_items_are_the_next_steps() -> None:
     assert score.shares()["next"] == 0.5
 
 
+def test_the_latest_decisions_are_asked_and_pass_restated() -> None:
+    from contextkit.replay._probes import MAX_DECISIONS, ProbeScore  # noqa: PLC0415
+
+    topics = [
+        "parser",
+        "cache",
+        "router",
+        "logger",
+        "schema",
+        "client",
+        "server",
+        "worker",
+        "queue",
+        "tokens",
+        "prices",
+        "ledger",
+    ]
+    said = [f"I decided to rewrite the {t} module instead of patching it." for t in topics]
+    tape = Conversation(
+        model=MODEL,
+        messages=(*_tape(), *(_text("assistant", s) for s in said), _text("user", "go")),
+    )
+    asked = questions(tape)["decisions"]
+    assert len(asked) == MAX_DECISIONS
+    assert asked[-1] == said[-1]
+    assert said[0] not in asked  # the oldest choices are not the question
+
+    def share(text: str) -> float | None:
+        score = ProbeScore()
+        score.ask(0, tape, Conversation(model=MODEL, messages=(_text("user", text),)))
+        return score.shares()["decisions"]
+
+    assert share(" ".join(said)) == 1.0
+    restated = "We rewrite the ledger module (decided), instead of patching."
+    assert share(restated) == 0.1  # restated, one of ten
+    assert share("Nothing about choices here.") == 0.0
+
+
 def _session() -> Session:
     tape = _tape()
     calls = []

@@ -107,6 +107,7 @@ SUMMARY_KEYS = {
     "probe_artifacts",
     "probe_task",
     "probe_instructions",
+    "probe_decisions",
     "probe_errors",
     "probe_next",
 }

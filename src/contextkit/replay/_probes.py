@@ -12,6 +12,9 @@ use. Fact recall (:mod:`._recall`) is the "facts later used" category; the other
   characters (a summary restates the task in its own words);
 - ``instructions``: every constraint the user typed (a sentence with ``do not``, ``don't``,
   ``never``, ``always``, ``must``, ``only``, ``make sure``);
+- ``decisions``: the agent's latest decisions (up to :data:`MAX_DECISIONS`), its sentences that
+  state a choice or a cause ("decided", "instead of", "going with", "root cause", ...); one passes
+  verbatim or, restated, on 60% of its words as the task does;
 - ``errors``: errors still open, the first line of each tool result marked as an error in the
   current turn;
 - ``next``: the next steps, every open item (pending or in progress) of the latest todo list the
@@ -33,7 +36,15 @@ from contextkit.accounting import split_user_text
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from contextkit.tokens import block_text
 
-CATEGORIES = ("artifacts", "task", "instructions", "errors", "next")
+CATEGORIES = ("artifacts", "task", "instructions", "decisions", "errors", "next")
+DECISION = re.compile(
+    r"\b(?:decided|decision|instead of|chose|going with|we'll use|I'll use|root cause|"
+    r"the fix is|the issue is|the problem is)\b",
+    re.IGNORECASE,
+)
+MAX_DECISIONS = 10
+"""The latest decisions a probe asks for (an agent's whole history of choices is not the
+question: the ones still standing are)."""
 TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan"})
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
 TASK_CHARS = 200
@@ -70,7 +81,10 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
     task: str | None = None
     errors: list[str] = []
     todos: tuple[str, ...] = ()
+    decisions: dict[str, None] = {}
     for message in tape.messages:
+        if message.role == "assistant":
+            _decisions(message, decisions)
         typed = _typed(message)
         if typed is not None:
             if typed.strip():
@@ -99,9 +113,26 @@ def questions(tape: Conversation) -> dict[str, tuple[str, ...]]:
         "artifacts": tuple(paths),
         "task": (task,) if task else (),
         "instructions": tuple(instructions),
+        "decisions": tuple(decisions)[-MAX_DECISIONS:],
         "errors": tuple(dict.fromkeys(errors)),
         "next": todos,
     }
+
+
+def _decisions(message: Message, found: dict[str, None]) -> None:
+    """The sentences of an assistant message that state a choice or a cause, added in order."""
+    content = message.content
+    texts = (
+        [content]
+        if isinstance(content, str)
+        else [b.text for b in content if isinstance(b, TextBlock)]
+    )
+    for text in texts:
+        for sentence in _SENTENCE.findall(text):
+            folded = _folded(sentence)
+            if 20 <= len(folded) <= 300 and DECISION.search(folded):
+                found.pop(folded, None)
+                found[folded] = None
 
 
 def _open_items(given: object) -> tuple[str, ...]:
@@ -162,12 +193,19 @@ def _tails(path: str) -> tuple[str, ...]:
     return tuple(tails)
 
 
-def _restated(task: str, lowered_view: str) -> bool:
-    words = {w.lower() for w in _WORD.findall(task)}
-    if not words:
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _restated(answer: str, held: set[str], others: Sequence[str] = ()) -> bool:
+    """Whether ``held`` (the view's words) restates ``answer``: 60% of its words, and, where it
+    has words that ``others`` (the other answers of its kind) lack, one of those (so a view that
+    restates one of several alike decisions does not pass them all)."""
+    words = _words(answer)
+    if not words or len(words & held) < TASK_WORDS * len(words):
         return False
-    held = set(_WORD.findall(lowered_view))
-    return len(words & held) >= TASK_WORDS * len(words)
+    own = words.difference(*map(_words, others)) if others else set()
+    return not own or bool(own & held)
 
 
 @dataclass
@@ -181,15 +219,17 @@ class ProbeScore:
 
     def ask(self, call: int, tape: Conversation, view: Conversation) -> None:
         held = view_text(view)
-        lowered: str | None = None
+        words: set[str] | None = None
         for category, answers in questions(tape).items():
             for answer in answers:
                 self.asked[category] += 1
-                if category == "task":
-                    passed = _folded(answer)[:TASK_VERBATIM] in held
+                if category in ("task", "decisions"):
+                    size = TASK_VERBATIM if category == "task" else len(answer)
+                    passed = _folded(answer)[:size] in held
                     if not passed:
-                        lowered = lowered if lowered is not None else held.lower()
-                        passed = _restated(answer, lowered)
+                        words = words if words is not None else _words(held)
+                        others = [a for a in answers if a is not answer]
+                        passed = _restated(answer, words, others)
                 elif _folded(answer) in held:
                     passed = True
                 else:

@@ -221,7 +221,7 @@ SESSION_COLUMNS = (
     "fact recall",
     "copied spans",
     "edits feasible",
-    "probes: artifacts / task / instructions / errors / next",
+    "probes: artifacts / task / instructions / decisions / errors / next",
     "compactions",
     "overflows",
 )
