@@ -43,7 +43,7 @@ from contextkit.messages import (
     ToolUseBlock,
 )
 from contextkit.peers._rewriting import RequestRewriter
-from contextkit.strategies import CallFacts, ExtractiveSummariser, head_tokens
+from contextkit.strategies import CallFacts, ExtractiveSummariser
 from contextkit.tokens import block_text
 
 INSTALL = "pip install 'contextkit[langchain]' (or: pip install langchain)"
@@ -172,15 +172,6 @@ class LangChainTrim(RequestRewriter):
         super().__init__()
         _require()
         self.calibrated = calibrated
-        self._head = 0
-
-    def __call__(self, view: Conversation, facts: CallFacts, /) -> Any:
-        self._head = (
-            facts.prefix_tokens
-            if facts.prefix_tokens is not None
-            else head_tokens(view, facts.counter)
-        )
-        return super().__call__(view, facts)
 
     def rewrite(
         self, messages: tuple[Message, ...], facts: CallFacts, frozen: int
@@ -188,7 +179,7 @@ class LangChainTrim(RequestRewriter):
         from langchain_core.messages import trim_messages  # noqa: PLC0415
 
         history = to_langchain(messages)
-        budget = _message_budget(facts, self._head)
+        budget = _message_budget(facts, self.head)
         count = token_counter(messages, history, facts, self.calibrated)
         if count(history.messages) <= budget:
             return messages, ()
@@ -221,7 +212,6 @@ class LangChainSummary(RequestRewriter):
         self.keep_messages = keep_messages
         self.calibrated = calibrated
         self._summariser = ExtractiveSummariser()
-        self._head = 0
 
     def _for_window(self, window: int, summarise: Any, count: Any) -> Any:
         from langchain.agents.middleware import SummarizationMiddleware  # noqa: PLC0415
@@ -238,11 +228,6 @@ class LangChainSummary(RequestRewriter):
             summarizer=summarise,
         )
 
-    def __call__(self, view: Conversation, facts: CallFacts, /) -> Any:
-        given = facts.prefix_tokens
-        self._head = given if given is not None else head_tokens(view, facts.counter)
-        return super().__call__(view, facts)
-
     def rewrite(
         self, messages: tuple[Message, ...], facts: CallFacts, frozen: int
     ) -> tuple[tuple[Message, ...], tuple[Receipt, ...]]:
@@ -258,7 +243,7 @@ class LangChainSummary(RequestRewriter):
             return text
 
         count = token_counter(messages, history, facts, self.calibrated)
-        window = max(facts.context_window - self._head, 1)  # what the messages may fill
+        window = max(facts.context_window - self.head, 1)  # what the messages may fill
         middleware = self._for_window(window, summarise, count)
         update = middleware.before_model({"messages": history.messages}, None)
         if not update:
@@ -270,17 +255,10 @@ class LangChainSummary(RequestRewriter):
             return kept, ()
         text = summary.content if isinstance(summary.content, str) else str(summary.content)
         head = Message(role="user", content=(TextBlock(text=text),))
-        if kept and kept[0].role == "user":
+        out: tuple[Message, ...] = (head, *kept)
+        if kept and kept[0].role == "user":  # one user message: the summary, then what it held
             first = kept[0]
-            blocks = (
-                (TextBlock(text=first.content),)
-                if isinstance(first.content, str)
-                else first.content
-            )
-            kept = (first.model_copy(update={"content": (*head.blocks, *blocks)}), *kept[1:])
-            out = kept
-        else:
-            out = (head, *kept)
+            out = (first.model_copy(update={"content": (*head.blocks, *first.blocks)}), *kept[1:])
         before = Conversation(messages=messages)
         freed = facts.counter.count_conversation(before) - facts.counter.count_conversation(
             Conversation(messages=out)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextkit.messages import Conversation, Message, Receipt, extends
-from contextkit.strategies import CallFacts, ColdCache, Compacted
+from contextkit.strategies import CallFacts, ColdCache, Compacted, head_tokens
 
 _COLD = ColdCache()
 _REMEMBERED = 16
@@ -48,6 +48,9 @@ class RequestRewriter:
 
     def __init__(self) -> None:
         self._sent: list[_Sent] = []
+        self.head = 0
+        """Tokens of the current call's system prompt and tools as the server counts them (what
+        a peer given only the messages must leave room for)."""
 
     def rewrite(
         self, messages: tuple[Message, ...], facts: CallFacts, frozen: int
@@ -57,6 +60,8 @@ class RequestRewriter:
         raise NotImplementedError
 
     def __call__(self, view: Conversation, facts: CallFacts, /) -> Compacted:
+        prefix = facts.prefix_tokens
+        self.head = prefix if prefix is not None else head_tokens(view, facts.counter)
         messages = tuple(view.messages)
         prior = self._prior(messages)
         sent = len(prior.output) if prior is not None else 0
