@@ -529,14 +529,12 @@ def _probe_harness_summaries(session: Session) -> ProbeScore | None:
         return None
     walker = _Walker(session)
     score = ProbeScore()
-    wanted = set(session.compactions)
-    for i, call in enumerate(session.calls):
+    wanted, last = set(session.compactions), max(session.compactions)
+    for i, call in enumerate(session.calls[: last + 1]):
         thread, new = walker.step(i, call)
         thread.tape = _with_head(thread.tape, call.request, new)
         if i in wanted:
             score.ask(i, thread.tape, call.request)
-        if i >= max(wanted):
-            break
     return score
 
 
