@@ -258,3 +258,29 @@ def test_a_version_2_checkpoint_still_reads(tmp_path: Path) -> None:
     engine.add(user("more"))
     assert path.read_bytes()[:1] != b"{"  # rewritten as version 3
     assert len(read_checkpoint(path).tape) == 2
+
+
+@pytest.mark.parametrize("odd", ["orphan result", "empty message"])
+def test_a_checkpoint_of_input_add_accepted_always_resumes(tmp_path: Path, odd: str) -> None:
+    """``add`` accepts what a harness hands it; a checkpoint of that must resume. An orphan
+    ``tool_result`` (its call not in the history) or an empty user message ending the history is
+    dropped on resume, with a receipt (a repair that only shortened the history raised
+    ``ValueError`` from a strict ``zip`` before)."""
+    path = tmp_path / "run.ckpt"
+    engine = ContextEngine(checkpoint_path=path)
+    engine.add(user("Start."))
+    engine.prepare()
+    engine.record(assistant("Working."))
+    if odd == "orphan result":  # last: the repair only drops what ends the history
+        engine.add(user(tool_result("toolu_gone", "a result whose call is not here")))
+    else:
+        engine.add({"role": "user", "content": []})
+    resumed, receipts = ContextEngine.resume(path)
+    assert receipts, "the repair is reported"
+    assert validate(resumed.view) == ()
+    assert validate(resumed.view.with_messages(resumed.tape)) == ()
+    resumed.add(user("Go on."))
+    resumed.prepare()  # and the loop goes on
+    resumed.record(assistant("Done."))
+    again, _ = ContextEngine.resume(path)
+    assert len(again.calls) == 2

@@ -447,12 +447,14 @@ class ContextEngine:
         options["checkpoint_path"] = path
         engine = cls(strategy, **options)
         view, receipts = repair(state.view)
-        added = view.messages[len(state.view.messages) :]
-        kept = view.messages[: len(state.view.messages)]
+        n = len(state.view.messages)
         tape: Sequence[Message]
-        if all(a is b for a, b in zip(kept, state.view.messages, strict=True)):
-            tape = History.of(state.tape).extended(added)  # the repair only appended: the tape too
-        else:
+        appended = len(view.messages) >= n and all(
+            a is b for a, b in zip(view.messages[:n], state.view.messages, strict=True)
+        )
+        if appended:  # the repair only appended (an interrupted tool call answered): the tape too
+            tape = History.of(state.tape).extended(view.messages[n:])
+        else:  # it dropped or changed messages (an orphan result, an empty message): repair both
             tape = repair(state.view.with_messages(state.tape))[0].messages
         engine._tape, engine._view = tape, view
         engine._calls = list(state.calls)
