@@ -284,3 +284,61 @@ def test_a_checkpoint_of_input_add_accepted_always_resumes(tmp_path: Path, odd: 
     resumed.record(assistant("Done."))
     again, _ = ContextEngine.resume(path)
     assert len(again.calls) == 2
+
+
+_AUDIT_FULL = r"""
+import json, os, resource, sys
+from contextkit.engine import AuditError, ContextEngine
+from contextkit.testing import assistant, user
+
+audit = sys.argv[1]
+engine = ContextEngine(model="m", audit_path=audit)
+engine.add(user("task " * 100))
+engine.prepare()
+engine.record(assistant("one"))
+out = {"lines": [], "error": None}
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(audit) + 100, hard))
+engine.add(user("more " * 100))
+engine.prepare()
+try:
+    engine.record(assistant("two"))
+except AuditError as exc:
+    out["error"] = str(exc)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+out["calls"] = len(engine.calls)
+out["size"] = os.path.getsize(audit)
+try:
+    engine.record(assistant("two"))
+except Exception as exc:
+    out["again"] = str(exc)
+engine.add(user("last"))
+engine.prepare()
+engine.record(assistant("three"))
+with open(audit, encoding="utf-8") as fh:
+    out["lines"] = [json.loads(line)["call"] for line in fh]
+print(json.dumps(out))
+"""
+
+
+def test_an_audit_log_that_cannot_be_written_is_a_clear_error_and_leaves_no_torn_line(
+    tmp_path: Path,
+) -> None:
+    """Disk full while writing the audit log: a clear error saying the call is recorded (so it
+    must not be recorded again); the log ends where it ended before (no torn line) and later
+    calls are logged as usual (it raised a raw OSError and left a torn line before)."""
+    audit = tmp_path / "audit.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-c", _AUDIT_FULL, str(audit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    out = json.loads(run.stdout)
+    assert out["error"] is not None
+    assert "the audit line of call 1 could not be written (File too large)" in out["error"]
+    assert "do not record it again" in out["error"]
+    assert out["calls"] == 2  # the call is recorded
+    assert "record() without prepare()" in out["again"]
+    assert out["lines"] == [0, 2]  # every line whole: call 1's is missing, said so above

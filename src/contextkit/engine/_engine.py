@@ -30,6 +30,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -149,6 +150,21 @@ def _head(
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
     return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
+
+
+class AuditError(ContextkitError):
+    """The audit line of a call could not be written. The call itself is recorded (and
+    checkpointed): ``record`` must not be called again for that response; the audit log ends where
+    it ended before the call (no torn line)."""
+
+    def __init__(self, path: Path, call: int, exc: OSError) -> None:
+        super().__init__(
+            f"{path}: the audit line of call {call} could not be written "
+            f"({exc.strerror or exc}); the call is recorded and checkpointed, so do not record "
+            "it again; the audit log ends where it ended before it"
+        )
+        self.path = path
+        self.call = call
 
 
 class ContextEngine:
@@ -401,11 +417,24 @@ class ContextEngine:
             "stop_reason": call.stop_reason,
             "usage": call.usage.model_dump() if call.usage else None,
         }
-        self.audit_path.parent.mkdir(parents=True, exist_ok=True)
-        # 0600 like the checkpoint: the audit holds every request body in full.
-        fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        try:
+            self.audit_path.parent.mkdir(parents=True, exist_ok=True)
+            # 0600 like the checkpoint: the audit holds every request body in full.
+            fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise AuditError(self.audit_path, len(self._calls) - 1, exc) from None
+        try:
+            start = os.lseek(fd, 0, os.SEEK_END)
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)  # no torn line: the log ends where it ended before
+            raise AuditError(self.audit_path, len(self._calls) - 1, exc) from None
+        finally:
+            os.close(fd)
 
     def _state(self) -> EngineState:
         return EngineState(
