@@ -383,3 +383,39 @@ def test_openai_chat_strategy_edits_the_forwarded_history(tmp_path: Path) -> Non
         json.dumps(to_payload(parse_chat_request(r.body)), sort_keys=True) for r in fake.requests
     ]
     assert got == sent
+
+
+SECRETS = {
+    "x-api-key": "sk-ant-secret-1",
+    "x-auth-token": "secret-2",
+    "anthropic-api-key": "secret-3",
+    "x-goog-api-key": "secret-4",
+}
+QUERY_SECRETS = {"key": "secret-5", "api_key": "secret-6", "access_token": "secret-7"}
+
+
+def test_no_credential_reaches_a_record(tmp_path: Path) -> None:
+    """Every header and query parameter whose name suggests a credential is left out of the
+    records (deny by default), while the upstream still gets them; searched for every value sent
+    (``x-auth-token``, ``anthropic-api-key`` and ``?key=`` / ``?api_key=`` were kept before)."""
+    with FakeAnthropic([Reply.text("hi")]) as fake:
+        config = ProxyConfig(upstream=fake.base_url, record_dir=tmp_path)
+        with ProxyServer(config) as proxy, httpx.Client(base_url=proxy.base_url) as http:
+            body = {
+                "model": MODEL,
+                "max_tokens": 16,
+                "messages": [{"role": "user", "content": "x"}],
+            }
+            query = "&".join(f"{k}={v}" for k, v in QUERY_SECRETS.items()) + "&beta=true"
+            answer = http.post(f"/v1/messages?{query}", json=body, headers=SECRETS)
+            assert answer.status_code == 200, answer.text
+    (received,) = fake.requests
+    assert received.headers["x-auth-token"] == "secret-2"  # forwarded as sent
+    assert "key=secret-5" in received.path
+    text = "".join(p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.is_file())
+    assert text, "the exchange was recorded"
+    for value in (*SECRETS.values(), *QUERY_SECRETS.values()):
+        assert value not in text, value
+    (record,) = records(tmp_path)
+    assert "beta=true" in record["path"]
+    assert "key=REDACTED" in record["path"]

@@ -40,7 +40,7 @@ from contextkit.proxy._apis import (
 )
 from contextkit.proxy._conversations import Conversations, conversation_key
 from contextkit.proxy._exchange import Exchange
-from contextkit.proxy._record import RecordWriter, redacted
+from contextkit.proxy._record import RecordWriter, redacted, redacted_query
 from contextkit.proxy._stats import Stats
 from contextkit.strategies import Strategy
 
@@ -144,6 +144,7 @@ class Proxy:
     async def forward(self, request: Request) -> Response:
         raw = await request.body()
         path = request.url.path
+        query = request.url.query
         api = api_of(request.method, path)
         body: Any = _json(raw)
         key = (
@@ -154,7 +155,7 @@ class Proxy:
         exchange = Exchange(
             api=api,
             method=request.method,
-            path=path + (f"?{request.url.query}" if request.url.query else ""),
+            path=path + (f"?{redacted_query(query)}" if query else ""),  # as recorded
             conversation=key,
             request_headers=redacted(request.headers.items()),
             request=body if body is not None else raw.decode("utf-8", errors="replace"),
@@ -165,7 +166,10 @@ class Proxy:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in drop]
         assert self.client is not None, "the proxy is not started (lifespan)"
         upstream = self.client.build_request(
-            request.method, self.upstream + exchange.path, headers=headers, content=content
+            request.method,
+            self.upstream + path + (f"?{query}" if query else ""),  # as the client sent it
+            headers=headers,
+            content=content,
         )
         try:
             answer = await self.client.send(upstream, stream=True)

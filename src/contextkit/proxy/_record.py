@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 RECORD_VERSION = 1
 SECRET_HEADERS = frozenset(
@@ -39,9 +41,35 @@ SECRET_HEADERS = frozenset(
 )
 
 
+_CREDENTIAL = re.compile(
+    r"(?:^|[-_.])(?:key|apikey|token|secret|auth|authorization|password|passwd|pwd|credentials?|"
+    r"cookie|signature|sig)(?:$|[-_.])|api[-_]?key|access[-_]?token",
+    re.IGNORECASE,
+)
+"""A header or query parameter whose name suggests a credential (deny by default: ``x-api-key``,
+``x-auth-token``, ``anthropic-api-key``, ``key``, ``api_key``, ``access_token``, ...)."""
+
+
+def is_secret(name: str) -> bool:
+    """Whether a header or query parameter named ``name`` may carry a credential."""
+    lowered = name.lower()
+    return lowered in SECRET_HEADERS or _CREDENTIAL.search(lowered) is not None
+
+
 def redacted(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The headers, names lower-cased, without any credential."""
-    return {k.lower(): v for k, v in headers if k.lower() not in SECRET_HEADERS}
+    """The headers, names lower-cased, without any credential (:func:`is_secret`)."""
+    return {k.lower(): v for k, v in headers if not is_secret(k)}
+
+
+def redacted_query(query: str) -> str:
+    """``query`` with the value of every parameter whose name suggests a credential replaced by
+    ``REDACTED`` (the order and the other parameters as they were)."""
+    if not query:
+        return query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if not any(is_secret(name) for name, _ in pairs):
+        return query
+    return urlencode([(n, "REDACTED" if is_secret(n) else v) for n, v in pairs])
 
 
 class RecordWriter:
@@ -69,4 +97,11 @@ class RecordWriter:
         return path
 
 
-__all__ = ["RECORD_VERSION", "SECRET_HEADERS", "RecordWriter", "redacted"]
+__all__ = [
+    "RECORD_VERSION",
+    "SECRET_HEADERS",
+    "RecordWriter",
+    "is_secret",
+    "redacted",
+    "redacted_query",
+]
