@@ -354,3 +354,36 @@ def test_every_corpus_session_round_trips(corpus: Path, tmp_path: Path) -> None:
     assert calls > 4000
     # What ATIF has no field for in this corpus (a guard that the list stays honest, not empty).
     assert "thinking_signature_dropped" in codes
+
+
+@pytest.mark.corpus
+def test_subagents_that_share_an_id_get_a_file_each(corpus: Path, tmp_path: Path) -> None:
+    """A session whose subagents share an id (here a subagent file copied beside itself) is
+    written as one ATIF file per subagent, each referenced once (before, later ones overwrote
+    earlier ones: 11 subagents, 7 files)."""
+    import shutil  # noqa: PLC0415
+
+    source = corpus / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d"
+    session_file = tmp_path / f"{source.name}.jsonl"
+    shutil.copy(source.with_suffix(".jsonl"), session_file)
+    shutil.copytree(source, tmp_path / source.name)
+    sub = tmp_path / source.name / "subagents" / "agent-a881341.jsonl"
+    for copy in ("agent-a881341b.jsonl", "agent-a881341c.jsonl"):
+        shutil.copy(sub, sub.with_name(copy))
+    (top,) = load(session_file).sessions
+    ids = [s.session_id for s in top.subagents]
+    assert len(ids) > len(set(ids))  # the case: ids shared
+    out = tmp_path / "out" / "run.json"
+    out.parent.mkdir()
+    result = CliRunner().invoke(app, ["convert", str(session_file), "--to", "atif", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in out.parent.iterdir())
+    assert len(files) == 1 + len(top.subagents)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    refs = [
+        ref["trajectory_path"]
+        for step in doc["steps"]
+        for r in step.get("observation", {}).get("results", ())
+        for ref in r.get("subagent_trajectory_ref", ())
+    ]
+    assert sorted(refs) == sorted(f for f in files if f != out.name)

@@ -114,13 +114,14 @@ def _convert_to_atif(file: Path, output: Path | None, lenient: bool) -> None:
 
 def _write_atif(session: Session, target: Path | None, written: list[str]) -> list[Any]:
     """``session`` (and its subagents, beside it) as ATIF; the warnings, located by file."""
-    from contextkit.formats.atif import to_atif  # noqa: PLC0415
+    from contextkit.formats.atif import subagent_keys, to_atif  # noqa: PLC0415
     from contextkit.pricing import call_cost  # noqa: PLC0415
 
+    keys = subagent_keys(session)
     subs: dict[str, str] = {}
     if target is not None:
-        for i, sub in enumerate(session.subagents):
-            subs[sub.session_id or f"sub{i}"] = f"{target.stem}.sub{i}{target.suffix or '.json'}"
+        for i, key in enumerate(keys):
+            subs[key] = f"{target.stem}.sub{i}{target.suffix or '.json'}"
     costs = [
         call_cost(c.model_info, c.usage, c.timestamp) if c.usage is not None else None
         for c in session.calls
@@ -136,8 +137,8 @@ def _write_atif(session: Session, target: Path | None, written: list[str]) -> li
             raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
         written.append(str(target))
     out = list(found)
-    for i, sub in enumerate(session.subagents):
-        sub_path = None if target is None else target.with_name(subs[sub.session_id or f"sub{i}"])
+    for key, sub in zip(keys, session.subagents, strict=True):
+        sub_path = None if target is None else target.with_name(subs[key])
         out.extend(_write_atif(sub, sub_path, written))
     return out
 

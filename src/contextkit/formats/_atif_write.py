@@ -28,6 +28,15 @@ EXT = "contextkit"
 """The key, in ATIF ``extra`` objects, of what contextkit writes that ATIF has no field for."""
 
 
+def subagent_keys(session: Session) -> list[str]:
+    """One key per subagent of ``session``, in order, unique among them: its session id (else
+    ``sub<index>``), with ``-<index>`` added where siblings share an id (Claude Code's share the
+    parent's), so no two subagents are written to, or referenced as, the same file."""
+    ids = [sub.session_id or f"sub{i}" for i, sub in enumerate(session.subagents)]
+    shared = {key for key in ids if ids.count(key) > 1}
+    return [f"{key}-{i}" if key in shared else key for i, key in enumerate(ids)]
+
+
 def to_atif(
     session: Session,
     *,
@@ -38,7 +47,7 @@ def to_atif(
     """``session`` as an ATIF document, and what ATIF could not carry.
 
     ``costs``: USD per call (None where unknown) for ``metrics.cost_usd``; ``subagent_paths``:
-    subagent key (its session id, else ``sub<index>``) -> the path of its own ATIF file, relative
+    subagent key (:func:`subagent_keys`) -> the path of its own ATIF file, relative
     to this one (referenced from the observation of the tool call that started it). Warning
     locations are ``call K ...``.
     """
@@ -314,7 +323,7 @@ class _Writer:
     def link_subagents(self, paths: Mapping[str, str]) -> None:
         """Reference each subagent's file from the observation of the tool call that started it
         (a subagent without one: from a system step at the end)."""
-        keys = [sub.session_id or f"sub{i}" for i, sub in enumerate(self.session.subagents)]
+        keys = subagent_keys(self.session)
         by_tool = {
             sub.parent_tool_use_id: key
             for key, sub in zip(keys, self.session.subagents, strict=True)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from contextkit.errors import FormatError
-from contextkit.formats._atif_write import EXT, SCHEMA_VERSION, to_atif
+from contextkit.formats._atif_write import EXT, SCHEMA_VERSION, subagent_keys, to_atif
 from contextkit.formats._io import Skips
 from contextkit.formats._jsondoc import JsonDoc, load_doc, peek
 from contextkit.messages import (
@@ -351,4 +351,4 @@ def _kind(value: object) -> str:
 
 READER = AtifReader()
 
-__all__ = ["EXT", "READER", "SCHEMA_VERSION", "AtifReader", "to_atif"]
+__all__ = ["EXT", "READER", "SCHEMA_VERSION", "AtifReader", "subagent_keys", "to_atif"]
