@@ -419,3 +419,31 @@ def test_no_credential_reaches_a_record(tmp_path: Path) -> None:
     (record,) = records(tmp_path)
     assert "beta=true" in record["path"]
     assert "key=REDACTED" in record["path"]
+
+
+def test_a_body_the_proxy_cannot_parse_is_forwarded_and_recorded(tmp_path: Path) -> None:
+    """A number past Python's digit limit, nesting 100,000 deep, a lone surrogate escaped in a
+    message: each request reaches the upstream (which answers in its own error shape, or
+    accepts it) and is recorded; none gets a plain-text 500 from the proxy (all three did)."""
+    valid = '{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "%s"}]}'
+    bodies = {
+        "long number": valid.replace('"max_tokens": 8', '"max_tokens": ' + "9" * 5_000),
+        "deep nesting": '{"model": "m", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "lone surrogate": valid % "a \\ud800 b",
+    }
+    with FakeAnthropic(lambda c: Reply.text("ok")) as fake:
+        config = ProxyConfig(upstream=fake.base_url, record_dir=tmp_path, strategy=BATCHED)
+        with ProxyServer(config) as proxy, httpx.Client(base_url=proxy.base_url) as http:
+            answers = {
+                name: http.post(
+                    "/v1/messages", content=body, headers={"content-type": "application/json"}
+                )
+                for name, body in bodies.items()
+            }
+    for name, answer in answers.items():
+        assert answer.status_code in (200, 400), (name, answer.status_code, answer.text)
+        assert isinstance(answer.json(), dict), name  # the upstream's JSON, not a proxy 500
+    assert answers["long number"].json()["type"] == "error"
+    assert answers["deep nesting"].json()["type"] == "error"
+    assert len(fake.requests) + len(fake.rejections) >= 3
+    assert len(records(tmp_path)) == 3  # every exchange recorded once

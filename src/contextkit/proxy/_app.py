@@ -40,7 +40,7 @@ from contextkit.proxy._apis import (
 )
 from contextkit.proxy._conversations import Conversations, conversation_key
 from contextkit.proxy._exchange import Exchange
-from contextkit.proxy._record import RecordWriter, redacted, redacted_query
+from contextkit.proxy._record import RecordWriter, json_bytes, redacted, redacted_query
 from contextkit.proxy._stats import Stats
 from contextkit.strategies import Strategy
 
@@ -226,7 +226,7 @@ class Proxy:
         if edited == body:
             return raw
         exchange.forwarded = edited
-        return json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return json_bytes(edited)
 
     async def _stream(self, exchange: Exchange, answer: httpx.Response) -> AsyncIterator[bytes]:
         try:
@@ -269,7 +269,7 @@ def _json(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON (a number past the limit, too deep): raw
         return None
 
 

@@ -91,7 +91,8 @@ def _safe(text: str) -> str:
 
 def _digest(value: object) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    # surrogatepass: the same bytes for any valid text, and a lone surrogate hashes too
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _unmarked_payload(message: Mapping[str, Any]) -> Any:

@@ -72,6 +72,17 @@ def redacted_query(query: str) -> str:
     return urlencode([(n, "REDACTED" if is_secret(n) else v) for n, v in pairs])
 
 
+def json_bytes(value: Any, *, compact: bool = True) -> bytes:
+    """``value`` as UTF-8 JSON; text holding a lone surrogate (a client may send ``"\\ud800"``)
+    is written with ASCII escapes instead, the same JSON value, where UTF-8 cannot carry it."""
+    separators = (",", ":") if compact else None
+    text = json.dumps(value, ensure_ascii=False, separators=separators, default=str)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=separators, default=str).encode("ascii")
+
+
 class RecordWriter:
     """Appends exchange records to ``DIR/<conversation>.jsonl`` (thread-safe, files 0600)."""
 
@@ -86,7 +97,7 @@ class RecordWriter:
 
     def write(self, record: Mapping[str, Any]) -> Path:
         path = self.path_for(str(record["conversation"]))
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        line = json_bytes(record, compact=False) + b"\n"
         with self._lock:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -102,6 +113,7 @@ __all__ = [
     "SECRET_HEADERS",
     "RecordWriter",
     "is_secret",
+    "json_bytes",
     "redacted",
     "redacted_query",
 ]

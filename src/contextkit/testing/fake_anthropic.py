@@ -174,7 +174,7 @@ def _invalid(message: str) -> Rejected:
 def _parse(raw: str) -> Conversation:
     try:
         body = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise _invalid(f"There was an error parsing the body: {exc}") from None
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object")

@@ -284,7 +284,7 @@ class FakeOpenAI:
 def _parse(raw: str, route: str) -> tuple[dict[str, Any], Conversation]:
     try:
         body = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise _invalid(f"We could not parse the JSON body of your request: {exc}") from None
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object")
