@@ -3,7 +3,8 @@
 Streams drip: each server-sent event is its own HTTP chunk, ``drip_s`` apart. The first user
 message picks the behaviour: ``fault:429`` / ``fault:500`` / ``fault:529`` answer that error;
 ``fault:slow`` waits ``slow_s`` before answering (longer than the proxy's timeout);
-``fault:cut`` sends half the stream then drops the connection; ``fault:long`` streams
+``fault:cut`` sends half the stream then drops the connection; ``fault:end`` sends half the
+stream then ends the response cleanly (no final event); ``fault:long`` streams
 about 60 events slowly, ``fault:endless`` about 450 (10 s and more: for a client that goes away
 mid-stream); anything else streams a short text answer.
 """
@@ -121,6 +122,8 @@ def _handler(server: DripUpstream) -> type[BaseHTTPRequestHandler]:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
+                if fault == "end" and n == len(events) // 2:
+                    break  # the body ends well formed, without the final event
                 if not self._chunk(to_sse([event]).encode()):
                     return
                 slow = fault in ("long", "endless")

@@ -447,3 +447,30 @@ def test_a_body_the_proxy_cannot_parse_is_forwarded_and_recorded(tmp_path: Path)
     assert answers["deep nesting"].json()["type"] == "error"
     assert len(fake.requests) + len(fake.rejections) >= 3
     assert len(records(tmp_path)) == 3  # every exchange recorded once
+
+
+def test_a_stream_the_upstream_ends_early_makes_the_sdk_raise(tmp_path: Path) -> None:
+    """The upstream ends its response well formed but before ``message_stop``: the proxy adds
+    the API's error event, so the Anthropic SDK raises instead of handing back half an answer
+    with ``stop_reason=None`` (it passed the short stream on as a normal 200 before)."""
+    from proxy_upstream import DripUpstream  # noqa: PLC0415
+
+    with DripUpstream() as upstream:
+        config = ProxyConfig(upstream=upstream.base_url, record_dir=tmp_path)
+        with ProxyServer(config) as proxy:
+            client = anthropic.Anthropic(base_url=proxy.base_url, api_key="k", max_retries=0)
+            ask = {"model": MODEL, "max_tokens": 64, "stream": True}
+            with pytest.raises(anthropic.APIError, match="ended before its final event"):
+                for _ in client.messages.create(
+                    **ask, messages=[{"role": "user", "content": "fault:end"}]
+                ):
+                    pass
+            whole = list(
+                client.messages.create(**ask, messages=[{"role": "user", "content": "hello"}])
+            )
+            assert whole[-1].type == "message_stop"  # a whole stream passes as it was
+            client.close()
+    cut, fine = records(tmp_path)
+    assert cut["complete"] is False
+    assert "ended before its final event" in cut["error"]
+    assert fine["complete"] is True

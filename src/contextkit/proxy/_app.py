@@ -32,6 +32,7 @@ from contextkit.proxy._apis import (
     MODEL_APIS,
     Api,
     api_of,
+    assemble,
     error_body,
     error_event,
     parse_request,
@@ -233,6 +234,10 @@ class Proxy:
             async for chunk in answer.aiter_bytes():
                 exchange.chunks.append(chunk)
                 yield chunk
+            if _cut_short(exchange):
+                exchange.error = "upstream stream ended before its final event"
+                assert exchange.api is not None
+                yield error_event(exchange.api, f"contextkit proxy: {exchange.error}")
         except httpx.HTTPError as exc:
             exchange.error = f"upstream stream broke ({type(exc).__name__})"
             assert exchange.api is not None
@@ -257,6 +262,16 @@ class Proxy:
 
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _cut_short(exchange: Exchange) -> bool:
+    """A model API's successful stream that ended without its final event (the upstream closed
+    the connection early): the client is told with an error event, so its SDK raises instead of
+    returning a partial answer (``stop_reason=None``) as if it were whole."""
+    if exchange.api not in MODEL_APIS or exchange.status != 200 or not exchange.chunks:
+        return False
+    text = b"".join(exchange.chunks).decode("utf-8", errors="replace")
+    return not assemble(exchange.api, text, True).complete
 
 
 def _named_in_connection(value: str) -> frozenset[str]:
