@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -459,18 +460,50 @@ def test_a_stream_the_upstream_ends_early_makes_the_sdk_raise(tmp_path: Path) ->
         config = ProxyConfig(upstream=upstream.base_url, record_dir=tmp_path)
         with ProxyServer(config) as proxy:
             client = anthropic.Anthropic(base_url=proxy.base_url, api_key="k", max_retries=0)
-            ask = {"model": MODEL, "max_tokens": 64, "stream": True}
+
+            def ask(text: str) -> list[Any]:
+                said: Any = [{"role": "user", "content": text}]
+                stream = client.messages.create(
+                    model=MODEL, max_tokens=64, stream=True, messages=said
+                )
+                return list(stream)
+
             with pytest.raises(anthropic.APIError, match="ended before its final event"):
-                for _ in client.messages.create(
-                    **ask, messages=[{"role": "user", "content": "fault:end"}]
-                ):
-                    pass
-            whole = list(
-                client.messages.create(**ask, messages=[{"role": "user", "content": "hello"}])
-            )
+                ask("fault:end")
+            whole = ask("hello")
             assert whole[-1].type == "message_stop"  # a whole stream passes as it was
             client.close()
     cut, fine = records(tmp_path)
     assert cut["complete"] is False
     assert "ended before its final event" in cut["error"]
     assert fine["complete"] is True
+
+
+def test_a_body_over_the_cap_gets_a_413_and_is_not_kept(tmp_path: Path) -> None:
+    """A 20 MB binary body was recorded as 47 MB of text: bodies over ``max_body_mb`` get a 413
+    in the API's error shape, declared or chunked, and the record keeps only their size."""
+    with FakeAnthropic(lambda c: Reply.text("ok")) as fake:
+        config = ProxyConfig(upstream=fake.base_url, record_dir=tmp_path, max_body_mb=1.0)
+        with ProxyServer(config) as proxy, httpx.Client(base_url=proxy.base_url) as http:
+            blob = os.urandom(2_000_000)
+            declared = http.post("/v1/messages", content=blob)
+            chunked = http.post("/v1/messages", content=iter([blob[:600_000]] * 3))
+            small = http.post(
+                "/v1/messages",
+                json={
+                    "model": MODEL,
+                    "max_tokens": 8,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+            )
+    for answer in (declared, chunked):
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["error"]["type"] == "request_too_large"
+    assert small.status_code == 200
+    assert len(fake.requests) == 1  # only the small one reached the upstream
+    kept = records(tmp_path)
+    assert len(kept) == 3
+    big = [r for r in kept if r["status"] == 413]
+    assert len(big) == 2
+    assert "2,000,000 bytes over the 1 MB cap" in big[0]["request"]
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) < 100_000

@@ -43,6 +43,10 @@ ContextWindowOption = Annotated[
 TimeoutSOption = Annotated[
     float, typer.Option("--timeout", help="Seconds to wait for the upstream.")
 ]
+MaxBodyOption = Annotated[
+    float,
+    typer.Option("--max-body-mb", help="Refuse request bodies over this (413).", min=0.001),
+]
 
 
 @app.command("proxy")
@@ -56,6 +60,7 @@ def proxy_command(
     budget_tokens: BudgetTokensOption = 150_000,
     context_window: ContextWindowOption = 200_000,
     timeout_s: TimeoutSOption = 600.0,
+    max_body_mb: MaxBodyOption = 32.0,
 ) -> None:
     """Forward Anthropic / OpenAI API calls, record them, apply a strategy, show their cost.
 
@@ -77,6 +82,7 @@ def proxy_command(
         budget_tokens=budget_tokens,
         context_window=context_window,
         timeout_s=timeout_s,
+        max_body_mb=max_body_mb,
     )
     from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
 

@@ -266,7 +266,7 @@ def error_event(api: Api, message: str) -> bytes:
 def error_body(api: Api, status: int, message: str) -> dict[str, Any]:
     """An error body in the API's own shape (for what the proxy answers itself)."""
     if api.startswith("anthropic"):
-        kind = "timeout_error" if status == 504 else "api_error"
+        kind = {504: "timeout_error", 413: "request_too_large"}.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": "proxy_error", "code": status}}
 

@@ -89,6 +89,10 @@ class ProxyConfig:
     context_window: int = 200_000
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
+    max_body_mb: float = 32.0
+    """Request bodies over this many megabytes (10^6 bytes) get a 413 in the API's error shape,
+    and are neither forwarded nor kept (the record says how large they were). 32: Anthropic's own
+    request limit."""
 
 
 class Proxy:
@@ -143,8 +147,10 @@ class Proxy:
     # -- forwarding --------------------------------------------------------------------------
 
     async def forward(self, request: Request) -> Response:
-        raw = await request.body()
         path = request.url.path
+        raw = await _capped_body(request, int(self.config.max_body_mb * 1_000_000))
+        if raw is None:
+            return self._too_large(request)
         query = request.url.query
         api = api_of(request.method, path)
         body: Any = _json(raw)
@@ -250,6 +256,21 @@ class Proxy:
                 await answer.aclose()
             self._finish(exchange)
 
+    def _too_large(self, request: Request) -> Response:
+        path, cap = request.url.path, self.config.max_body_mb
+        size = request.headers.get("content-length")
+        said = f"{int(size):,} bytes" if size and size.isdigit() else "a body"
+        exchange = Exchange(
+            api=api_of(request.method, path),
+            method=request.method,
+            path=path + (f"?{redacted_query(request.url.query)}" if request.url.query else ""),
+            conversation="other",
+            request_headers=redacted(request.headers.items()),
+            request=f"<{said} over the {cap:g} MB cap: not kept>",
+        )
+        message = f"contextkit proxy: the request body is over the {cap:g} MB cap (--max-body-mb)"
+        return self._failed(exchange, 413, message)
+
     def _failed(self, exchange: Exchange, status: int, message: str) -> Response:
         exchange.error, exchange.status = message, status
         self._finish(exchange)
@@ -262,6 +283,22 @@ class Proxy:
 
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+async def _capped_body(request: Request, cap: int) -> bytes | None:
+    """The request body, or None once it is over ``cap`` bytes (a declared length over it is not
+    read at all; a chunked body is read no further than the cap)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _cut_short(exchange: Exchange) -> bool:
