@@ -137,3 +137,32 @@ def test_conversations_are_bounded() -> None:
     assert edit.lane == MAX_CONVERSATIONS + 6  # c0 was dropped: a new lane
     (message,) = forwarded.messages
     assert [b.model_dump()["text"] for b in message.blocks] == ["hi"]
+
+
+def test_the_record_folder_is_private_and_follows_no_link(tmp_path: Path) -> None:
+    """Records hold every prompt: a new folder is 0700; one others can write is refused (they
+    could plant a link or a file); a link planted in it is never followed (before, prompts went
+    wherever the link pointed, and a planted 0666 file was appended to)."""
+    import os  # noqa: PLC0415
+    import stat  # noqa: PLC0415
+
+    from contextkit.errors import ContextkitError  # noqa: PLC0415
+    from contextkit.proxy import RecordWriter  # noqa: PLC0415
+
+    fresh = tmp_path / "new" / "records"
+    RecordWriter(fresh)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ContextkitError, match="others can write this record folder"):
+        RecordWriter(shared)
+    writer = RecordWriter(fresh)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("untouched", encoding="utf-8")
+    os.symlink(outside, fresh / "c1.jsonl")
+    with pytest.raises(ContextkitError, match="links in the record folder are never followed"):
+        writer.write({"conversation": "c1", "request": "a prompt"})
+    assert outside.read_text(encoding="utf-8") == "untouched"
+    writer.write({"conversation": "c2", "request": "a prompt"})
+    assert stat.S_IMODE((fresh / "c2.jsonl").stat().st_mode) == 0o600

@@ -19,11 +19,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from contextkit.errors import ContextkitError
 
 RECORD_VERSION = 1
 SECRET_HEADERS = frozenset(
@@ -84,11 +87,25 @@ def json_bytes(value: Any, *, compact: bool = True) -> bytes:
 
 
 class RecordWriter:
-    """Appends exchange records to ``DIR/<conversation>.jsonl`` (thread-safe, files 0600)."""
+    """Appends exchange records to ``DIR/<conversation>.jsonl`` (thread-safe, files 0600).
+
+    The records hold every prompt in full, so the folder is private: created 0700; an existing
+    one that others can write (where they could plant a link or a file) is refused with a
+    ContextkitError saying what to do; and no symbolic link in it is followed."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self.folder.exists():
+            self.folder.mkdir(mode=0o700, parents=True)
+        if self.folder.is_symlink() or not self.folder.is_dir():
+            raise ContextkitError(f"{self.folder}: the record folder must be a folder, not a link")
+        mode = self.folder.stat().st_mode
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise ContextkitError(
+                f"{self.folder}: others can write this record folder (mode {mode & 0o777:o}), so "
+                "they could plant links or files in it; make it private (chmod 700) or record to "
+                "a new folder"
+            )
         self._lock = threading.Lock()
         self.written = 0
 
@@ -99,7 +116,14 @@ class RecordWriter:
         path = self.path_for(str(record["conversation"]))
         line = json_bytes(record, compact=False) + b"\n"
         with self._lock:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except OSError as exc:  # a planted link (ELOOP), or no room
+                raise ContextkitError(
+                    f"{path}: cannot write the record ({exc.strerror or exc}); links in the "
+                    "record folder are never followed"
+                ) from None
             try:
                 os.write(fd, line)
             finally:
