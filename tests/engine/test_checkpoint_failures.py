@@ -342,3 +342,58 @@ def test_an_audit_log_that_cannot_be_written_is_a_clear_error_and_leaves_no_torn
     assert out["calls"] == 2  # the call is recorded
     assert "record() without prepare()" in out["again"]
     assert out["lines"] == [0, 2]  # every line whole: call 1's is missing, said so above
+
+
+def _holder(path: Path) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+def _release(child: subprocess.Popen[str]) -> tuple[str, str]:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    out, err = child.communicate(timeout=60)
+    return out, err
+
+
+def test_an_alias_of_the_path_is_the_same_checkpoint(tmp_path: Path) -> None:
+    """A linked folder or file naming the same checkpoint locks the same lock file (two writers
+    through two names both wrote before)."""
+    path = tmp_path / "real" / "engine.ckpt"
+    path.parent.mkdir()
+    (tmp_path / "alias").symlink_to(path.parent)
+    child = _holder(path)
+    try:
+        with pytest.raises(CheckpointError, match="in use by another writer"):
+            _engine(tmp_path / "alias" / "engine.ckpt")
+    finally:
+        out, _ = _release(child)
+    assert out.strip() == "done"
+
+
+def test_a_removed_lock_file_does_not_admit_a_second_writer(tmp_path: Path) -> None:
+    """Deleting ``<path>.lock`` while a writer runs: a second writer can then take a new lock
+    file, and the first stops at its next write instead of writing beside it (both wrote, and the
+    checkpoint became unreadable, before)."""
+    path = tmp_path / "engine.ckpt"
+    child = _holder(path)
+    try:
+        path.with_name(path.name + ".lock").unlink()
+        second = _engine(path)
+        second.add(user("mine"))
+    finally:
+        out, err = _release(child)
+    assert "done" not in out
+    assert "in use by another writer" in err  # the first writer's next save refused
+    assert [m.content for m in read_checkpoint(path).tape] == ["mine"]
+    second.add(user("still mine"))
+    assert [m.content for m in read_checkpoint(path).tape] == ["mine", "still mine"]

@@ -17,8 +17,10 @@ Failure, and what survives it:
   complete record and the writer forgets what it thought the file held, so the next save writes
   the whole state again (atomically); the save raises :class:`CheckpointError` and the engine
   restores its state from before the call, so the same call can be made again.
-- One writer per path: a writer holds an exclusive ``flock`` on ``<path>.lock`` (mode 0600, it
-  names the holding process) from its creation until it is closed or collected; a writer in
+- One writer per path: a writer holds an exclusive ``flock`` on ``<path>.lock`` (the path with its
+  links resolved, so an alias locks the same file; it checks before every write that the lock file
+  is still the one it holds, and takes it again, or stops, if it was removed or replaced; mode
+  0600, it names the holding process) from its creation until it is closed or collected; a writer in
   another process gets a :class:`CheckpointError`. Within one process the newest writer takes the
   path over (``ContextEngine.resume`` after a failure) and an older one is refused on its next
   save.
@@ -220,9 +222,16 @@ class _PathLock:
     """An exclusive ``flock`` on ``<path>.lock``, held while a writer of this process uses it."""
 
     def __init__(self, path: Path) -> None:
-        lock_path = path.with_name(path.name + ".lock")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        real = path.resolve()  # an alias (a linked path or folder) locks the same file
+        self.path = path
+        self.lock_path = real.with_name(real.name + ".lock")
+        self.fd = self._take()
+        self.owner: object = None
+
+    def _take(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.lock_path, flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -230,16 +239,31 @@ class _PathLock:
             os.close(fd)
             who = f"process {holder}" if holder.isdigit() else "another process"
             raise CheckpointError(
-                f"{path}: checkpoint in use by another writer ({who} holds {lock_path.name}); "
-                "one engine per checkpoint path: give this one another path, or stop the other"
+                f"{self.path}: checkpoint in use by another writer ({who} holds "
+                f"{self.lock_path.name}); one engine per checkpoint path: give this one another "
+                "path, or stop the other"
             ) from None
         except OSError:
             os.close(fd)
             raise
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
+        return fd
+
+    def check(self) -> None:
+        """Before a write: the lock file at the path is still the one this lock holds. When it was
+        removed or replaced (another writer could then have taken a new one), take the one now
+        there, or stop with a CheckpointError when another writer holds it."""
+        try:
+            there = os.stat(self.lock_path, follow_symlinks=False)
+        except FileNotFoundError:
+            there = None
+        held = os.fstat(self.fd)
+        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+            return
+        fd = self._take()  # a CheckpointError when another writer took the path meanwhile
+        os.close(self.fd)
         self.fd = fd
-        self.owner: object = None
 
     def __del__(self) -> None:
         fd = getattr(self, "fd", None)  # absent when __init__ failed
@@ -338,6 +362,7 @@ class CheckpointWriter:
                 f"{self.path}: this writer no longer owns the checkpoint (closed, or a newer "
                 "writer of this process took the path over): continue with that one"
             )
+        self._lock.check()
 
 
 def _cut(fd: int, size: int) -> None:
