@@ -470,20 +470,24 @@ class _Decoder:
         self.heads.extend(Conversation.model_validate(h) for h in line.get("heads", ()))
         if "tape" in line:
             keep, refs = line["tape"]
-            self.tape[keep:] = [self.message(r) for r in refs]
+            self.tape[_index(keep, len(self.tape)) :] = [self.message(r) for r in refs]
         if "view" in line:
-            self.view_head, keep, refs = line["view"]
-            self.view[keep:] = [self.message(r) for r in refs]
+            head, keep, refs = line["view"]
+            self.view_head = _index(head, len(self.heads) - 1) if self.heads else _index(head, 0)
+            self.view[_index(keep, len(self.view)) :] = [self.message(r) for r in refs]
         for call in line.get("calls", ()):
             self.calls.append(self._call(call))
         self.receipts.extend(Receipt.model_validate(r) for r in line.get("receipts", ()))
 
     def _call(self, data: dict[str, Any]) -> Call:
         keep, refs = data["messages"]
-        previous = self.calls[-1].request.messages[:keep] if self.calls else ()
+        previous = self.calls[-1].request.messages if self.calls else ()
+        previous = previous[: _index(keep, len(previous))]
         messages = (*previous, *(self.message(r) for r in refs))
         return Call(
-            request=self.heads[data["head"]].model_copy(update={"messages": messages}),
+            request=self.heads[_index(data["head"], len(self.heads) - 1)].model_copy(
+                update={"messages": messages}
+            ),
             response=self.message(data["response"]) if data["response"] is not None else None,
             usage=Usage.model_validate(data["usage"]) if data["usage"] else None,
             model=data["model"],
@@ -503,12 +507,21 @@ class _Decoder:
         )
 
 
+def _index(value: object, top: int) -> int:
+    """A position a record names, checked: an int from 0 to ``top`` (a ValueError otherwise,
+    which the reader reports as a damaged line)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise ValueError("a position out of range")
+    return value
+
+
 def read_checkpoint(path: str | Path) -> EngineState:
     """The last complete state saved in ``path`` (no repair: the engine does that)."""
     path = Path(path)
     decoder = _Decoder()
     header_seen = False
     notes: list[str] = []
+    number = 0
     for number, line in _records(path, notes):
         if not header_seen:
             _check_header(path, line)
@@ -522,7 +535,13 @@ def read_checkpoint(path: str | Path) -> EngineState:
             ) from None
     if not header_seen:
         raise CheckpointError(f"{path}: empty or torn checkpoint (no complete header line)")
-    return dataclasses.replace(decoder.state(), notes=tuple(notes))
+    try:
+        state = decoder.state()
+    except (KeyError, IndexError, TypeError, ValueError, ValidationError) as exc:
+        raise CheckpointError(
+            f"{path}:{number}: damaged checkpoint line ({_no_values(exc)})"
+        ) from None
+    return dataclasses.replace(state, notes=tuple(notes))
 
 
 def _no_values(exc: Exception) -> str:
