@@ -457,3 +457,49 @@ def test_a_hand_edited_checkpoint_resumes_or_says_where_it_is_damaged(tmp_path: 
     assert outcomes["named"] > 0
     assert outcomes["resumed"] > 0
     assert sum(outcomes.values()) == 600
+
+
+def test_a_damaged_middle_record_can_be_cut_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flipped byte in a middle record: ``resume`` names the line; ``resume(repair=True)`` and
+    ``contextkit checkpoint --repair`` keep every record before it, with a receipt saying what was
+    cut, and the file resumes plainly afterwards (before, nothing before it could be recovered)."""
+    from contextkit.cli import main  # noqa: PLC0415
+
+    path = tmp_path / "engine.ckpt"
+    engine = _engine(path)
+    _loop(engine, 4)
+    del engine
+    lines = path.read_bytes().split(b"\n")
+    damaged = 4  # a middle record (1-based: header, then one per save)
+    body = bytearray(lines[damaged - 1])
+    body[-3] ^= 0x01
+    lines[damaged - 1] = bytes(body)
+    path.write_bytes(b"\n".join(lines))
+    copy = tmp_path / "copy.ckpt"
+    copy.write_bytes(path.read_bytes())
+    with pytest.raises(CheckpointError, match=rf"{path}:{damaged}:"):
+        ContextEngine.resume(path)
+    before = read_checkpoint(path, repair=True)
+    assert before.notes
+    assert f"{path}:{damaged}:" in before.notes[0]
+    resumed, receipts = ContextEngine.resume(path, repair=True)
+    assert receipts[0].action == "cut"  # then, maybe, an interrupted tool call answered
+    assert len(resumed.tape) >= len(before.tape) > 0
+    del resumed
+    again, repaired = ContextEngine.resume(path)  # rewritten whole: nothing left to cut
+    assert repaired == ()
+    del again
+    monkeypatch.setattr(sys, "argv", ["contextkit", "checkpoint", str(copy)])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2
+    assert f"{copy}:{damaged}:" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["contextkit", "checkpoint", str(copy), "--repair"])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 0
+    shown = capsys.readouterr().out
+    assert "cut:" in shown
+    assert "message(s) on the tape" in shown

@@ -11,6 +11,7 @@ import warnings
 from typing import TextIO
 
 # Command modules register themselves on ``app`` when imported: one import per command module.
+from contextkit.cli import checkpoint as _checkpoint  # noqa: F401  (registers commands)
 from contextkit.cli import convert as _convert  # noqa: F401  (registers commands)
 from contextkit.cli import cost as _cost  # noqa: F401  (registers commands)
 from contextkit.cli import demo as _demo  # noqa: F401  (registers commands)

@@ -456,6 +456,15 @@ class _Decoder:
         self.calls: list[Call] = []
         self.receipts: list[Receipt] = []
 
+    def copy(self) -> _Decoder:
+        """The decoder as it is (its lists copied): what a repair falls back to."""
+        other = _Decoder()
+        other.messages, other.heads = list(self.messages), list(self.heads)
+        other.tape, other.view = list(self.tape), list(self.view)
+        other.calls, other.receipts = list(self.calls), list(self.receipts)
+        other.view_head = self.view_head
+        return other
+
     def message(self, ref: int | list[Any]) -> Message:
         if isinstance(ref, int):
             return self.messages[ref]
@@ -515,24 +524,42 @@ def _index(value: object, top: int) -> int:
     return value
 
 
-def read_checkpoint(path: str | Path) -> EngineState:
-    """The last complete state saved in ``path`` (no repair: the engine does that)."""
+def read_checkpoint(path: str | Path, *, repair: bool = False) -> EngineState:
+    """The last complete state saved in ``path`` (no repair of the conversation: the engine does
+    that). A damaged record (a flipped byte, an edit) is a :class:`CheckpointError` naming its
+    line; with ``repair`` the state is the one saved before it instead, and a note says what was
+    cut (the records from that line on)."""
     path = Path(path)
     decoder = _Decoder()
     header_seen = False
     notes: list[str] = []
     number = 0
-    for number, line in _records(path, notes):
+    records = _records(path, notes)
+    while True:
+        try:
+            item = next(records, None)
+        except CheckpointError as exc:  # a damaged frame
+            if not (repair and header_seen):
+                raise
+            notes.append(_cut_note(exc))
+            break
+        if item is None:
+            break
+        number, line = item
         if not header_seen:
             _check_header(path, line)
             header_seen = True
             continue
+        before = decoder.copy() if repair else decoder
         try:
             decoder.apply(line)
         except (KeyError, IndexError, TypeError, ValueError, ValidationError) as exc:
-            raise CheckpointError(
-                f"{path}:{number}: damaged checkpoint line ({_no_values(exc)})"
-            ) from None
+            error = CheckpointError(f"{path}:{number}: damaged checkpoint line ({_no_values(exc)})")
+            if not repair:
+                raise error from None
+            decoder = before
+            notes.append(_cut_note(error))
+            break
     if not header_seen:
         raise CheckpointError(f"{path}: empty or torn checkpoint (no complete header line)")
     try:
@@ -542,6 +569,13 @@ def read_checkpoint(path: str | Path) -> EngineState:
             f"{path}:{number}: damaged checkpoint line ({_no_values(exc)})"
         ) from None
     return dataclasses.replace(state, notes=tuple(notes))
+
+
+def _cut_note(exc: CheckpointError) -> str:
+    return (
+        f"{exc}; repaired: the state is the last one saved before that line, which and every "
+        "record after it were cut"
+    )
 
 
 def _no_values(exc: Exception) -> str:

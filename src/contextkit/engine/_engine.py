@@ -65,9 +65,9 @@ from contextkit.messages import (
     ThinkingBlock,
     Tool,
     extends,
-    repair,
     to_payload,
 )
+from contextkit.messages import repair as repair_history
 from contextkit.session import Call, Session, Usage
 from contextkit.strategies import CallFacts, Compacted, Receipt, Strategy
 from contextkit.tokens import ApproxCounter, TokenCounter
@@ -465,17 +465,24 @@ class ContextEngine:
 
     @classmethod
     def resume(
-        cls, path: str | Path, strategy: Strategy | None = None, **options: Any
+        cls,
+        path: str | Path,
+        strategy: Strategy | None = None,
+        *,
+        repair: bool = False,
+        **options: Any,
     ) -> tuple[ContextEngine, tuple[Receipt, ...]]:
         """Continue from a checkpoint (``options`` as for the constructor; the request fields
         come from the checkpoint). A dangling ``tool_use`` (the process died while a tool ran)
         is answered with an "interrupted" result; the receipts say what was repaired. The file
-        is rewritten compactly (a torn last line, if any, is gone)."""
-        state = read_checkpoint(Path(path))
+        is rewritten compactly (a torn last line, if any, is gone). A damaged record is a
+        CheckpointError naming its line; with ``repair`` the engine resumes from the state saved
+        before it (a ``cut`` receipt says which records went)."""
+        state = read_checkpoint(Path(path), repair=repair)
         cut = tuple(Receipt(strategy="checkpoint", action="cut", detail=n) for n in state.notes)
         options["checkpoint_path"] = path
         engine = cls(strategy, **options)
-        view, receipts = repair(state.view)
+        view, receipts = repair_history(state.view)
         n = len(state.view.messages)
         tape: Sequence[Message]
         appended = len(view.messages) >= n and all(
@@ -484,7 +491,7 @@ class ContextEngine:
         if appended:  # the repair only appended (an interrupted tool call answered): the tape too
             tape = History.of(state.tape).extended(view.messages[n:])
         else:  # it dropped or changed messages (an orphan result, an empty message): repair both
-            tape = repair(state.view.with_messages(state.tape))[0].messages
+            tape = repair_history(state.view.with_messages(state.tape))[0].messages
         engine._tape, engine._view = tape, view
         engine._calls = list(state.calls)
         receipts = (*cut, *receipts)
