@@ -503,3 +503,44 @@ def test_a_damaged_middle_record_can_be_cut_away(
     shown = capsys.readouterr().out
     assert "cut:" in shown
     assert "message(s) on the tape" in shown
+
+
+def test_anything_add_accepts_resume_restores(tmp_path: Path) -> None:
+    """A property over generated message sequences of any shape (valid, or valid ones broken:
+    orphan results, dangling calls, empty or duplicated messages, roles swapped): what ``add``
+    accepts, checkpointed, ``resume`` restores, its view a request the provider accepts, and the
+    loop goes on from there."""
+    from hypothesis import HealthCheck, given, settings  # noqa: PLC0415
+
+    from contextkit.engine import InputError  # noqa: PLC0415
+    from contextkit.testing.strategies import any_conversations  # noqa: PLC0415
+
+    runs = iter(range(10_000))
+    resumed_runs: list[int] = []
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(any_conversations(max_messages=8))
+    def check(conversation: Any) -> None:
+        path = tmp_path / f"run-{next(runs)}.ckpt"
+        engine = _engine(path)
+        added = 0
+        for message in conversation.messages:
+            try:
+                engine.add(message)
+            except InputError:
+                continue  # refused, with a reason: not part of what must resume
+            added += 1
+        del engine
+        if not added:
+            return  # nothing was saved: there is no checkpoint to resume
+        resumed, _ = ContextEngine.resume(path)
+        assert validate(resumed.view) == () or not resumed.view.messages
+        resumed.add(user("go on"))
+        resumed.prepare()
+        resumed.record(assistant("ok"))
+        assert len(resumed.calls) == 1
+        resumed_runs.append(added)
+
+    check()
+    assert len(resumed_runs) >= 50  # most generated sequences were added and resumed
+    assert max(resumed_runs) >= 4
