@@ -8,6 +8,13 @@ client integrations are :mod:`contextkit.engine.anthropic` and :mod:`contextkit.
 from __future__ import annotations
 
 from contextkit.engine._boundary import APIS, Api, InputError, ResponseError, request_body
+from contextkit.engine._breakpoints import (
+    EPHEMERAL,
+    MAX_BREAKPOINTS,
+    BreakpointTally,
+    count_breakpoints,
+    place_breakpoints,
+)
 from contextkit.engine._checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -18,17 +25,12 @@ from contextkit.engine._checkpoint import (
     read_checkpoint,
 )
 from contextkit.engine._engine import (
-    EPHEMERAL,
     FINAL_STOPS,
     INCOMPLETE_STOPS,
-    MAX_BREAKPOINTS,
     AuditError,
-    BreakpointTally,
     ContextEngine,
     Prepared,
     Verdict,
-    count_breakpoints,
-    place_breakpoints,
     verdict,
     write_atomic,
 )

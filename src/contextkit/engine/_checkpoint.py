@@ -45,11 +45,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import tempfile
-import weakref
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +56,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contextkit.errors import ContextkitError, json_reason
+from contextkit.engine._errors import CheckpointError
+from contextkit.engine._lock import PathLock, take_lock
+from contextkit.errors import json_reason
 from contextkit.messages import Conversation, History, Message, to_payload
 from contextkit.session import Call, Usage
 from contextkit.strategies import Receipt
@@ -67,10 +67,6 @@ CHECKPOINT_FORMAT = "contextkit-checkpoint"
 CHECKPOINT_VERSION = 3
 _LEGACY_VERSION = 2
 _HEADER = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION}
-
-
-class CheckpointError(ContextkitError):
-    """A checkpoint file cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -218,71 +214,6 @@ def _frame(value: object) -> bytes:
     return b"%x %08x " % (len(body), zlib.crc32(body)) + body + b"\n"
 
 
-class _PathLock:
-    """An exclusive ``flock`` on ``<path>.lock``, held while a writer of this process uses it."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        real = path.resolve()  # an alias (a linked path or folder) locks the same file
-        self.path = path
-        self.lock_path = real.with_name(real.name + ".lock")
-        self.fd = self._take()
-        self.owner: object = None
-
-    def _take(self) -> int:
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(self.lock_path, flags, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode("ascii", "replace").strip()
-            os.close(fd)
-            who = f"process {holder}" if holder.isdigit() else "another process"
-            raise CheckpointError(
-                f"{self.path}: checkpoint in use by another writer ({who} holds "
-                f"{self.lock_path.name}); one engine per checkpoint path: give this one another "
-                "path, or stop the other"
-            ) from None
-        except OSError:
-            os.close(fd)
-            raise
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        return fd
-
-    def check(self) -> None:
-        """Before a write: the lock file at the path is still the one this lock holds. When it was
-        removed or replaced (another writer could then have taken a new one), take the one now
-        there, or stop with a CheckpointError when another writer holds it."""
-        try:
-            there = os.stat(self.lock_path, follow_symlinks=False)
-        except FileNotFoundError:
-            there = None
-        held = os.fstat(self.fd)
-        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
-            return
-        fd = self._take()  # a CheckpointError when another writer took the path meanwhile
-        os.close(self.fd)
-        self.fd = fd
-
-    def __del__(self) -> None:
-        fd = getattr(self, "fd", None)  # absent when __init__ failed
-        if fd is not None:
-            os.close(fd)  # releases the flock
-
-
-_LOCKS: weakref.WeakValueDictionary[str, _PathLock] = weakref.WeakValueDictionary()
-
-
-def _take_lock(path: Path, token: object) -> _PathLock:
-    key = str(path.resolve())
-    lock = _LOCKS.get(key)
-    if lock is None:
-        lock = _LOCKS[key] = _PathLock(path)
-    lock.owner = token  # the newest writer of this process takes the path over
-    return lock
-
-
 class CheckpointWriter:
     """Saves successive states of one engine to ``path``: a fresh file first, then deltas.
 
@@ -296,7 +227,7 @@ class CheckpointWriter:
         self._encoder: _Encoder | None = None
         self._size = 0
         self._token = object()
-        self._lock: _PathLock | None = _take_lock(self.path, self._token)
+        self._lock: PathLock | None = take_lock(self.path, self._token)
 
     def close(self) -> None:
         """Stop writing and let the path's lock go (when no newer writer of this process took

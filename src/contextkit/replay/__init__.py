@@ -6,6 +6,7 @@ measured against. Plots are in :mod:`contextkit.replay.plots`.
 
 from __future__ import annotations
 
+from contextkit.replay._as_recorded import replay_as_recorded
 from contextkit.replay._compare import (
     SESSION_SUFFIXES,
     FileResult,
@@ -48,7 +49,6 @@ from contextkit.replay._replay import (
     Replay,
     ReplayRow,
     replay,
-    replay_as_recorded,
 )
 from contextkit.replay._report import (
     EDIT_FLOOR,

@@ -25,8 +25,9 @@ from typing import Any
 from contextkit.errors import ContextkitError, FormatError, UnknownFormatError
 from contextkit.formats import detect, load
 from contextkit.peers import PEER_NAMES, peer
+from contextkit.replay._as_recorded import replay_as_recorded
 from contextkit.replay._oracle import BOUND_NOTE, ORACLE, Oracle, plan_oracle
-from contextkit.replay._replay import AS_RECORDED, Replay, replay, replay_as_recorded
+from contextkit.replay._replay import AS_RECORDED, Replay, replay
 from contextkit.replay._report import can_be_best
 from contextkit.session import Session
 from contextkit.strategies import PRESET_NAMES, strategy_from_spec

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 from contextkit.accounting import split_user_text
 from contextkit.messages import Conversation, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from contextkit.replay._walk import _Walker, _with_head
+from contextkit.session import Session
 from contextkit.tokens import block_text
 
 CATEGORIES = ("artifacts", "task", "instructions", "decisions", "errors", "next")
@@ -257,4 +259,22 @@ def probe_edits(
     return score
 
 
-__all__ = ["CATEGORIES", "ProbeScore", "probe_edits", "questions", "view_text"]
+def probe_harness(session: Session) -> ProbeScore | None:
+    """Probes of the harness's own compactions (None where it made none): at each call right
+    after one (Claude Code's ``compact_boundary``), the questions the full history answers,
+    asked of the request the harness sent, whose summary is its own (its compaction subagent's
+    text). The same probes as a strategy's summary faces, so the two can be compared."""
+    if not session.compactions:
+        return None
+    walker = _Walker(session)
+    score = ProbeScore()
+    wanted, last = set(session.compactions), max(session.compactions)
+    for i, call in enumerate(session.calls[: last + 1]):
+        thread, new = walker.step(i, call)
+        thread.tape = _with_head(thread.tape, call.request, new)
+        if i in wanted:
+            score.ask(i, thread.tape, call.request)
+    return score
+
+
+__all__ = ["CATEGORIES", "ProbeScore", "probe_edits", "probe_harness", "questions", "view_text"]

@@ -42,7 +42,7 @@ from contextkit.accounting import (
 )
 from contextkit.cache import AnthropicCache
 from contextkit.engine import RETRIEVE_TOOL
-from contextkit.messages import Conversation, Message, validate
+from contextkit.messages import Conversation, Message
 from contextkit.pricing import ModelPrice
 from contextkit.replay._marks import place_marks
 from contextkit.replay._probes import CATEGORIES, ProbeScore, probe_edits
@@ -58,6 +58,7 @@ from contextkit.replay._recall import (
     wanted_index,
 )
 from contextkit.replay._recovery import Recovery, needs, priced, retrieval_overhead
+from contextkit.replay._refused import refused_calls
 from contextkit.replay._strict import (
     NOTHING,
     CallQuality,
@@ -404,25 +405,6 @@ def _tool_tokens(counter: TokenCounter) -> int:
     )
 
 
-def refused_calls(
-    tapes: Sequence[Conversation], views: Sequence[Conversation], edited: Sequence[bool]
-) -> tuple[int, ...]:
-    """The calls whose edited view the provider would refuse: no message left, or a rule of
-    :func:`~contextkit.messages.validate` broken that the full history (tape) did not break (a
-    tool result whose call was cut away, a history that starts with the assistant)."""
-    out = []
-    for call, (tape, view, changed) in enumerate(zip(tapes, views, edited, strict=True)):
-        if not changed or view is tape:
-            continue
-        if not view.messages:
-            out.append(call)
-            continue
-        broken = {v.code for v in validate(view)}
-        if broken and broken - {v.code for v in validate(tape)}:
-            out.append(call)
-    return tuple(out)
-
-
 @dataclass
 class _Scorer:
     """Scores each call: fact recall (weighted too) and the strict measures. The held sets grow
@@ -484,77 +466,6 @@ class _Scorer:
 _NOTHING_NEEDED = CallRecall(0, 0, ())
 
 
-def replay_as_recorded(
-    session: Session,
-    *,
-    counter: TokenCounter | None = None,
-    price: ModelPrice | None = None,
-    window: int | None = None,
-) -> Replay:
-    """The recording itself: recorded requests, recorded usage where present (the real bill)."""
-    model = session.model_info
-    counter = counter or session_counter(session)
-    window = window or model.context_window or 200_000
-    ledger = price_session(session, counter, price, output="recorded")
-    none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
-    rows = _rows(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)
-    harness, harness_simulated, harness_notes = _harness_compactions(session)
-    return Replay(
-        harness_usd=harness,
-        harness_simulated_usd=harness_simulated,
-        session=session,
-        strategy=AS_RECORDED,
-        sent=tuple(c.request for c in session.calls),
-        receipts=tuple(() for _ in session.calls),
-        ledger=ledger,
-        recall=RecallReport(0, 0, ()),
-        rows=rows,
-        window=window,
-        notes=(
-            "the recording as it was: recorded requests and, where present, recorded usage",
-            *harness_notes,
-        ),
-        views=tuple(c.request for c in session.calls),
-        tapes=tuple(c.request for c in session.calls),
-        probes=_probe_harness_summaries(session),
-    )
-
-
-def _probe_harness_summaries(session: Session) -> ProbeScore | None:
-    """Probes of the harness's own compactions (None where it made none): at each call right
-    after one (Claude Code's ``compact_boundary``), the questions the full history answers,
-    asked of the request the harness sent, whose summary is its own (its compaction subagent's
-    text). The same probes as a strategy's summary faces, so the two can be compared."""
-    if not session.compactions:
-        return None
-    walker = _Walker(session)
-    score = ProbeScore()
-    wanted, last = set(session.compactions), max(session.compactions)
-    for i, call in enumerate(session.calls[: last + 1]):
-        thread, new = walker.step(i, call)
-        thread.tape = _with_head(thread.tape, call.request, new)
-        if i in wanted:
-            score.ask(i, thread.tape, call.request)
-    return score
-
-
-def _harness_compactions(session: Session) -> tuple[float, float, tuple[str, ...]]:
-    """The recorded and the simulated cost of the calls the harness made to compact this
-    session (its own compaction subagents), which belong to what the recording cost."""
-    subs = [s for s in session.subagents if s.harness_compaction and s.calls]
-    if not subs:
-        return 0.0, 0.0, ()
-    ledgers = [price_session(s, output="recorded") for s in subs]
-    total = sum(float(g.recorded.total_cost or 0.0) for g in ledgers if g.recorded is not None)
-    simulated = sum(float(g.simulated.total_cost or 0.0) for g in ledgers)
-    calls = sum(len(s.calls) for s in subs)
-    note = (
-        f"as-recorded includes the harness's own compaction: {calls} call(s) in "
-        f"{len(subs)} compaction subagent(s), ${total:.4f} (also listed as their own sessions)"
-    )
-    return total, simulated, (note,)
-
-
 def _hidden_tokens(session: Session, counter: TokenCounter, price: ModelPrice | None) -> int:
     """The inferred size of a system prompt and tools the file omits (0 when it holds them)."""
     if session.prefix_known or not session.calls:
@@ -583,7 +494,7 @@ def _finish(
     ttl = base_cache.ttl_s if isinstance(base_cache, AnthropicCache) else None
     cache = base_cache.model_copy(update={"placement": "engine"}) if ttl else base_cache
     ledger = price_session(session, counter, price, cache=cache, output="recorded", requests=views)
-    rows = _rows(session, ledger, receipts, scores, window, bill.per_call(len(session.calls)))
+    rows = rows_of(session, ledger, receipts, scores, window, bill.per_call(len(session.calls)))
     return Replay(
         session=session,
         strategy=name,
@@ -599,7 +510,7 @@ def _finish(
     )
 
 
-def _rows(
+def rows_of(
     session: Session,
     ledger: Ledger,
     receipts: Sequence[tuple[Receipt, ...]],
@@ -642,4 +553,4 @@ def _rows(
 _ROWS: TypeAdapter[tuple[ReplayRow, ...]] = TypeAdapter(tuple[ReplayRow, ...])
 
 
-__all__ = ["ASSUMPTION", "AS_RECORDED", "Replay", "ReplayRow", "replay", "replay_as_recorded"]
+__all__ = ["ASSUMPTION", "AS_RECORDED", "Replay", "ReplayRow", "replay", "rows_of"]
