@@ -279,6 +279,8 @@ def test_strategy_keys_name_settings_not_names() -> None:
     b = FleetConfig(specs=("evict-tool-results",), per_call=True).strategy_keys()
     assert a != b
     assert a == FleetConfig(specs=("evict-tool-results",)).strategy_keys()
+    peers = FleetConfig(specs=("langchain-trim", "headroom-proxy")).strategy_keys()
+    assert len(set(peers.values())) == 2  # a fleet run takes the peers too, keyed by name
 
 
 # --- CLI -------------------------------------------------------------------------------------

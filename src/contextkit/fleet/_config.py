@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from contextkit.errors import ConfigError
+from contextkit.peers import PEER_NAMES
 from contextkit.replay import AS_RECORDED, ORACLE
 from contextkit.strategies import dump_strategy, strategy_from_spec
 
@@ -51,8 +52,8 @@ class FleetConfig(BaseModel):
         options = self.model_dump(exclude={"specs", "command"})
         keys: dict[str, str] = {}
         for spec in self.specs:
-            # as-recorded and the oracle are replay modes, not strategy configs: keyed by name
-            named = spec in (AS_RECORDED, ORACLE)
+            # as-recorded, the oracle and the peers are not strategy configs: keyed by name
+            named = spec in (AS_RECORDED, ORACLE, *PEER_NAMES)
             settings: object = spec if named else _settings(spec)
             text = json.dumps(
                 [SCHEMA_VERSION, settings, options], sort_keys=True, separators=(",", ":")
