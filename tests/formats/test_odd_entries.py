@@ -58,3 +58,16 @@ def test_odd_entries_are_named_as_unreadable(tmp_path: Path) -> None:
     for name in ("pipe.jsonl", "loop.jsonl", "gone.jsonl"):
         assert name in result.output
     assert "3 unreadable" in result.output
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_cost_names_the_entries_it_could_not_read(tmp_path: Path) -> None:
+    """``cost`` on a folder: the session that reads is priced, and each odd entry is named as not
+    read, with why (a FIFO was dropped from its listing without a word before)."""
+    folder = _folder(tmp_path)
+    result = CliRunner().invoke(app, ["cost", str(folder)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    for name in ("pipe.jsonl", "loop.jsonl", "gone.jsonl"):
+        assert name in text
+    assert "not read (a FIFO (named pipe)" in text

@@ -57,7 +57,7 @@ from contextkit.cache import (
     OpenAICache,
     PrefixPart,
 )
-from contextkit.errors import ConfigError, UnknownFormatError
+from contextkit.errors import ConfigError, FormatError, UnknownFormatError
 from contextkit.estimate._requests import Editor, padding_text
 from contextkit.estimate._table import (
     CallArrays,
@@ -100,9 +100,9 @@ def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     out: list[tuple[Path, bool]] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES
+        if path.is_dir():  # every entry with a session suffix: one that is not a regular file
+            found = sorted(  # (a FIFO, a broken link) is named as not read, never passed over
+                p for p in path.rglob("*") if p.suffix in SESSION_SUFFIXES and not p.is_dir()
             )
             out.extend((p, False) for p in found)
         else:
@@ -132,6 +132,11 @@ def collect_tickets(
             if named:
                 raise
             notes.append(f"not read (no reader recognises it): {exc.path}")
+            continue
+        except FormatError as exc:  # found in a folder and unreadable: named, and the rest read
+            if named or exc.line is not None:
+                raise
+            notes.append(f"not read ({exc.reason}): {exc.path}")
             continue
         skipped.extend(loaded.skipped)
         for read in loaded.sessions:
