@@ -65,18 +65,24 @@ print(json.dumps(out))
 """
 
 
-def test_disk_full_during_add_and_record_is_undone_and_the_call_can_be_retried(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "engine.ckpt"
+def _script_output(script: str, path: Path) -> dict[str, Any]:
+    """What a script run in its own process (a file size limit stays there) prints, as JSON."""
     run = subprocess.run(
-        [sys.executable, "-c", _DISK_FULL, str(path)],
+        [sys.executable, "-c", script, str(path)],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    out = json.loads(run.stdout)
+    out: dict[str, Any] = json.loads(run.stdout)
+    return out
+
+
+def test_disk_full_during_add_and_record_is_undone_and_the_call_can_be_retried(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "engine.ckpt"
+    out = _script_output(_DISK_FULL, path)
     for message in [*out["record"], *out["add"]]:
         assert message is not None
         assert "checkpoint not written" in message
@@ -330,14 +336,7 @@ def test_an_audit_log_that_cannot_be_written_is_a_clear_error_and_leaves_no_torn
     must not be recorded again); the log ends where it ended before (no torn line) and later
     calls are logged as usual (it raised a raw OSError and left a torn line before)."""
     audit = tmp_path / "audit.jsonl"
-    run = subprocess.run(
-        [sys.executable, "-c", _AUDIT_FULL, str(audit)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    out = json.loads(run.stdout)
+    out = _script_output(_AUDIT_FULL, audit)
     assert out["error"] is not None
     assert "the audit line of call 1 could not be written (File too large)" in out["error"]
     assert "do not record it again" in out["error"]

@@ -32,7 +32,6 @@ from contextkit.proxy._apis import (
     MODEL_APIS,
     Api,
     api_of,
-    assemble,
     error_body,
     error_event,
     parse_request,
@@ -307,8 +306,8 @@ def _cut_short(exchange: Exchange) -> bool:
     returning a partial answer (``stop_reason=None``) as if it were whole."""
     if exchange.api not in MODEL_APIS or exchange.status != 200 or not exchange.chunks:
         return False
-    text = b"".join(exchange.chunks).decode("utf-8", errors="replace")
-    return not assemble(exchange.api, text, True).complete
+    assembled = exchange.response()[1]
+    return assembled is not None and not assembled.complete
 
 
 def _named_in_connection(value: str) -> frozenset[str]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextkit.proxy._apis import MODEL_APIS, Api, assemble, usage_of
+from contextkit.proxy._apis import MODEL_APIS, Api, Assembled, assemble, usage_of
 from contextkit.proxy._conversations import Conversations, Edit
 from contextkit.proxy._record import RECORD_VERSION, RecordWriter
 from contextkit.proxy._stats import Stats, console_line
@@ -46,11 +46,22 @@ class Exchange:
     t0: float = field(default_factory=time.perf_counter)
     ttfb_ms: float | None = None
     done: bool = False
+    _response: tuple[int, str, Assembled | None] | None = field(default=None, repr=False)
 
     def headers_arrived(self, status: int, headers: Mapping[str, str]) -> None:
         self.status = status
         self.response_headers = dict(headers)
         self.ttfb_ms = (time.perf_counter() - self.t0) * 1000
+
+    def response(self) -> tuple[str, Assembled | None]:
+        """The response as text and reassembled (None before any status), computed once for the
+        chunks received so far (the stream's end check and the record share it)."""
+        if self._response is None or self._response[0] != len(self.chunks):
+            text = b"".join(self.chunks).decode("utf-8", errors="replace")
+            api: Api = self.api if self.api is not None else "anthropic"
+            assembled = assemble(api, text, self.streamed) if self.status else None
+            self._response = (len(self.chunks), text, assembled)
+        return self._response[1], self._response[2]
 
     def finish(
         self, writer: RecordWriter | None, stats: Stats, conversations: Conversations | None
@@ -59,10 +70,9 @@ class Exchange:
         if self.done:
             return None
         self.done = True
-        text = b"".join(self.chunks).decode("utf-8", errors="replace")
+        text, assembled = self.response()
         model_call = self.api in MODEL_APIS
         api: Api = self.api if self.api is not None else "anthropic"
-        assembled = assemble(api, text, self.streamed) if self.status else None
         body = assembled.body if assembled else None
         complete = bool(assembled and assembled.complete) and self.error is None
         complete = complete and not self.client_gone
