@@ -357,3 +357,24 @@ def test_the_hidden_prefix_comes_from_the_recorded_first_request() -> None:
     assert as_recorded.prefix_inferred_tokens == replayed.prefix_inferred_tokens == 3800
     assert as_recorded.context_tokens.tolist() == [5000]
     assert replayed.context_tokens.tolist() == [3800 + 300]
+
+
+@pytest.mark.corpus
+def test_gemini_cli_sessions_are_simulated_with_geminis_implicit_cache(corpus: Path) -> None:
+    """Gemini bills no cache writes: its sessions are simulated with its own rules (before, with
+    Anthropic's, 5-minute writes the bill has none of), and the CLI's model alias is priced."""
+    from contextkit.cache import GeminiCache  # noqa: PLC0415
+
+    files = sorted((corpus / "codemie-gemini").glob("*.json"))
+    assert len(files) == 2
+    for path in files:
+        session = load(path).sessions[0]
+        ledger = price_session(session)
+        assert isinstance(ledger.cache, GeminiCache), path.name
+        totals = ledger.simulated.totals()
+        assert totals["cache_write_5m"] == totals["cache_write_1h"] == 0
+        assert (
+            totals["cache_read"] or 0
+        ) > 0  # the growing history is served from the implicit cache
+        assert ledger.simulated.total_cost is not None, path.name
+        assert any("Gemini implicit caching" in n for n in ledger.notes)

@@ -6,6 +6,7 @@ word counts written next to the blocks.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from hypothesis import strategies as st
 
 from contextkit.cache import (
     AnthropicCache,
+    CacheConfig,
     CacheSimulator,
+    GeminiCache,
     OpenAICache,
     PrefixPart,
     simulate_cache,
@@ -72,9 +75,7 @@ def usage(u: int = 0, w5: int = 0, w1h: int = 0, r: int = 0) -> Usage:
     return Usage(input_tokens=u, cache_write_5m=w5, cache_write_1h=w1h, cache_read=r)
 
 
-def run(
-    calls: list[tuple[Conversation, float]], cfg: AnthropicCache | OpenAICache = CFG
-) -> list[Usage]:
+def run(calls: list[tuple[Conversation, float]], cfg: CacheConfig = CFG) -> list[Usage]:
     return [c.usage for c in simulate_cache(calls, WordCounter(), cfg)]
 
 
@@ -308,6 +309,34 @@ def test_openai_automatic_prefix_caching() -> None:
     assert got[1] == usage(r=2048, u=2180 - 2048)
     # 390 s later the retained prefix has expired.
     assert got[2] == usage(u=2180)
+
+
+def test_gemini_implicit_caching_has_its_own_minimum_and_no_steps() -> None:
+    system = words(4000, "s")
+    c1 = conv(user(U1), system=system)
+    c2 = conv(user(U1), assistant(A1), user(U2), system=system)
+    got = run([(c1, 0.0), (c2, 10.0), (c2, 400.0)], GeminiCache(min_tokens=4096))
+    assert got[0] == usage(u=4100)
+    # The whole shared prefix (4,100 tokens, over the 4,096 minimum) is read, nothing written.
+    assert got[1] == usage(r=4100, u=80)
+    assert got[2] == usage(u=4180)  # expired
+    # Below a model's minimum nothing is cached.
+    assert run([(c1, 0.0), (c2, 10.0)], GeminiCache(min_tokens=8192))[1] == usage(u=4180)
+
+
+def test_each_provider_gets_its_own_cache_rules() -> None:
+    from contextkit.cache import automatic_cache, cache_note  # noqa: PLC0415
+    from contextkit.models import resolve_model  # noqa: PLC0415
+
+    gemini = automatic_cache(resolve_model("gemini-3-pro"))
+    assert isinstance(gemini, GeminiCache)
+    assert gemini.min_tokens == 4096
+    flash = automatic_cache(resolve_model("gemini-2.5-flash"), date(2026, 1, 1))
+    assert isinstance(flash, GeminiCache)
+    assert flash.min_tokens == 1024
+    assert isinstance(automatic_cache(resolve_model("gpt-5.5")), OpenAICache)
+    assert automatic_cache(resolve_model("claude-sonnet-4-5")) is None
+    assert "Gemini implicit caching from 4,096 tokens" in cache_note(gemini)
 
 
 @pytest.mark.parametrize("placement", ["as-sent", "auto", "claude-code", "off"])

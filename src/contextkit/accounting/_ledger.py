@@ -47,9 +47,10 @@ from contextkit.cache import (
     CacheConfig,
     CachedCall,
     CacheSimulator,
-    OpenAICache,
     Placement,
     PrefixPart,
+    automatic_cache,
+    cache_note,
 )
 from contextkit.messages import Conversation
 from contextkit.models import UNKNOWN_MODEL, ModelInfo
@@ -363,8 +364,7 @@ def _ledger(
     if recorded is not None:
         rec_table = prices.table(calls, recorded)
     notes.append(f"token counts by {counter.name} (estimates unless the counter is exact)")
-    if isinstance(config, AnthropicCache):
-        notes.append(f"cache: Anthropic, breakpoints {config.placement}, TTL {config.ttl_s}s")
+    notes.append(cache_note(config))
     return Ledger(
         path=session.path,
         format=session.format,
@@ -486,9 +486,10 @@ def _marks_breakpoints(request: Conversation) -> bool:
 def default_cache(session: Session, recorded: Sequence[Usage] | None = None) -> CacheConfig:
     """The cache a session's requests met, as far as the file tells."""
     model = session.model_info
-    if model.is_openai:
-        return OpenAICache()
     when: datetime | None = session.calls[0].timestamp if session.calls else None
+    automatic = automatic_cache(model, when)
+    if automatic is not None:
+        return automatic
     placement: Placement = "auto"
     if any(_marks_breakpoints(c.request) for c in session.calls[:3]):
         placement = "as-sent"

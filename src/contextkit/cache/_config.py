@@ -1,12 +1,16 @@
 """How the prompt cache is configured: the provider's rules (:class:`AnthropicCache`,
-:class:`OpenAICache`), the placement of breakpoints a request does not carry, and the hidden
-parts of a prefix a file omits (:class:`PrefixPart`)."""
+:class:`OpenAICache`, :class:`GeminiCache`; :func:`automatic_cache` picks a model's), the placement
+of breakpoints a request does not carry, and the hidden parts of a prefix a file omits
+(:class:`PrefixPart`)."""
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from contextkit.models import ModelInfo
 
 TTL_5M_S = 300
 TTL_1H_S = 3600
@@ -40,6 +44,8 @@ class AnthropicCache(_Config):
 
 
 class OpenAICache(_Config):
+    """Automatic prefix caching: no breakpoints, no write charge, cached input at a discount."""
+
     kind: Literal["openai"] = "openai"
     min_tokens: int = 1024
     step_tokens: int = 128
@@ -47,7 +53,51 @@ class OpenAICache(_Config):
     """In-memory retention is 5-10 minutes; 86,400 for ``prompt_cache_retention="24h"``."""
 
 
-CacheConfig: TypeAlias = AnthropicCache | OpenAICache
+class GeminiCache(_Config):
+    """Gemini's implicit caching (Gemini 2.5 and later, on by default): like OpenAI's, automatic
+    prefix caching with no breakpoints and no write charge, cached tokens billed at the model's
+    cache-read price. The minimum is per model
+    (:meth:`~contextkit.models.ModelInfo.cache_min_tokens`); Google publishes no increment and no
+    lifetime for implicit entries ("send requests with similar prefix in a short amount of time"):
+    any shared length counts, and an entry is taken to live 5 minutes from its last use, an
+    assumption."""
+
+    kind: Literal["gemini"] = "gemini"
+    min_tokens: int = Field(4096, ge=0)
+    step_tokens: int = Field(1, ge=1)
+    retention_s: float = 300.0
+
+
+CacheConfig: TypeAlias = AnthropicCache | OpenAICache | GeminiCache
+
+
+def automatic_cache(
+    model: ModelInfo, when: date | datetime | None = None
+) -> OpenAICache | GeminiCache | None:
+    """The automatic cache of ``model``'s provider (OpenAI, Gemini), or None where the cache takes
+    breakpoints (Anthropic, and any model of no known provider: the caller places them)."""
+    if model.is_openai:
+        return OpenAICache()
+    if model.is_gemini:
+        return GeminiCache(min_tokens=model.cache_min_tokens(when))
+    return None
+
+
+def cache_note(config: CacheConfig) -> str:
+    """One line naming the provider rules a simulation used."""
+    if isinstance(config, AnthropicCache):
+        return f"cache: Anthropic, breakpoints {config.placement}, TTL {config.ttl_s}s"
+    if isinstance(config, OpenAICache):
+        return (
+            f"cache: OpenAI automatic prefix caching from {config.min_tokens:,} tokens in "
+            f"{config.step_tokens}-token steps, no write charge, retained "
+            f"{config.retention_s:.0f}s"
+        )
+    return (
+        f"cache: Gemini implicit caching from {config.min_tokens:,} tokens, no write charge, an "
+        f"entry taken to live {config.retention_s:.0f}s from its last use (Google publishes no "
+        "lifetime)"
+    )
 
 
 class PrefixPart(_Config):
@@ -71,7 +121,10 @@ __all__ = [
     "UNTIMED_STEP_S",
     "AnthropicCache",
     "CacheConfig",
+    "GeminiCache",
     "OpenAICache",
     "Placement",
     "PrefixPart",
+    "automatic_cache",
+    "cache_note",
 ]

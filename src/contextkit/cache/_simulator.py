@@ -42,7 +42,8 @@ Anthropic (:class:`AnthropicCache`, REFERENCE.md "Anthropic prompt caching"):
 
 OpenAI (:class:`OpenAICache`): automatic prefix caching, no breakpoints, no write charge. The cached
 share is the longest prefix (at block boundaries) shared with a request seen within the retention
-window, counted from 1,024 tokens in 128-token steps.
+window, counted from 1,024 tokens in 128-token steps. Gemini's implicit caching
+(:class:`GeminiCache`) is simulated the same way with its own minimum and no steps.
 
 Cost: a request's flattened prefix is derived from the previous request's by object identity
 (messages reused by structural sharing are not looked at again) and block contents are hashed once
@@ -64,6 +65,7 @@ from contextkit.cache._config import (
     UNTIMED_STEP_S,
     AnthropicCache,
     CacheConfig,
+    GeminiCache,
     OpenAICache,
     PrefixPart,
 )
@@ -161,8 +163,8 @@ class CacheSimulator(_Prefixes):
         self._new = 0
         self._calls += 1
         flat = self._flatten(request, request.model)
-        if self.config.kind == "openai":
-            return self._openai(flat, t, self.config)
+        if self.config.kind != "anthropic":
+            return self._automatic(flat, t, self.config)
         if self._calls == 1:
             self._warm(flat, t)
         return self._anthropic(flat, t, request, self.config)
@@ -291,7 +293,9 @@ class CacheSimulator(_Prefixes):
             tuple(errors) if errors else (),
         )
 
-    def _openai(self, flat: _Flat, t: float, cfg: OpenAICache) -> CachedCall:
+    def _automatic(self, flat: _Flat, t: float, cfg: OpenAICache | GeminiCache) -> CachedCall:
+        """Automatic prefix caching (OpenAI, Gemini): the longest prefix shared with a request
+        still retained, from the minimum in the provider's steps; nothing is billed as written."""
         hit = -1
         for q in range(len(flat.keys) - 1, -1, -1):
             entry = self._entries.get(flat.keys[q])

@@ -54,8 +54,8 @@ from contextkit.cache import (
     AnthropicCache,
     CacheConfig,
     CacheSimulator,
-    OpenAICache,
     PrefixPart,
+    automatic_cache,
 )
 from contextkit.errors import ConfigError, FormatError, UnknownFormatError
 from contextkit.estimate._requests import Editor, padding_text
@@ -284,9 +284,10 @@ def _setup(session: Session, change: Change) -> _Setup:
 
 
 def _model_cache(config: CacheConfig, model: ModelInfo) -> CacheConfig:
-    if model.is_openai:
-        return OpenAICache()
-    if isinstance(config, OpenAICache):
+    automatic = automatic_cache(model)
+    if automatic is not None:
+        return automatic
+    if not isinstance(config, AnthropicCache):
         return AnthropicCache(min_tokens=model.cache_min_tokens(), placement="auto")
     return config.model_copy(update={"min_tokens": model.cache_min_tokens()})
 
@@ -298,13 +299,13 @@ def _cache_mode(
     if mode is None:
         return config, ttl, None
     if mode == "off":
-        if isinstance(config, OpenAICache):
+        if not isinstance(config, AnthropicCache):
             return config.model_copy(update={"min_tokens": 1 << 62}), ttl, None
         return config.model_copy(update={"placement": "off"}), ttl, None
     seconds = {"5m": TTL_5M_S, "1h": TTL_1H_S}.get(mode)
     if seconds is None:
         raise ConfigError(f"--cache must be off, 5m or 1h (got {mode!r})")
-    if isinstance(config, OpenAICache):
+    if not isinstance(config, AnthropicCache):
         return config.model_copy(update={"retention_s": float(seconds)}), seconds, None
     placement = config.placement if config.placement != "off" else "claude-code"
     return config.model_copy(update={"ttl_s": seconds, "placement": placement}), seconds, seconds

@@ -69,10 +69,40 @@ MIN_CACHEABLE_DEFAULT = 1024
 """Unknown Claude models and OpenAI (automatic caching from 1,024 prompt tokens)."""
 
 
-def min_cacheable_tokens(claude: ClaudeModel | None, when: date | datetime | None = None) -> int:
+_GEMINI_DOCS = "Gemini API docs, 'Context caching', implicit caching table"
+_GEMINI_DOCS_2026_10 = date(2026, 10, 13)
+"""The page's own "last updated" date of the table that raised every minimum (the day of the
+change itself is not published; the table of 2026-05-07 still had the earlier values)."""
+GEMINI_MIN_CACHEABLE: tuple[tuple[str, tuple[Dated[int], ...]], ...] = (
+    (
+        "gemini-2.5-flash",
+        (Dated(1024, source=_GEMINI_DOCS), Dated(2048, _GEMINI_DOCS_2026_10, _GEMINI_DOCS)),
+    ),
+    (
+        "gemini-2.5-pro",
+        (Dated(4096, source=_GEMINI_DOCS), Dated(2048, _GEMINI_DOCS_2026_10, _GEMINI_DOCS)),
+    ),
+    (
+        "gemini-3-flash",
+        (Dated(1024, source=_GEMINI_DOCS), Dated(4096, _GEMINI_DOCS_2026_10, _GEMINI_DOCS)),
+    ),
+)
+"""Shortest prefix Gemini's implicit cache serves, by name prefix (Gemini 2.5 and later; a model
+the table does not name, Gemini 3 Pro and every newer one included, takes 4,096)."""
+GEMINI_MIN_CACHEABLE_DEFAULT = 4096
+
+
+def min_cacheable_tokens(
+    claude: ClaudeModel | None, when: date | datetime | None = None, name: str = ""
+) -> int:
     """Shortest prefix the provider caches for a model (below it nothing is cached, no error)."""
     if claude is not None and claude.key in MIN_CACHEABLE:
         return pick(MIN_CACHEABLE[claude.key], when).value
+    if name.startswith("gemini-"):
+        for prefix, entries in GEMINI_MIN_CACHEABLE:
+            if name.startswith(prefix):
+                return pick(entries, when).value
+        return GEMINI_MIN_CACHEABLE_DEFAULT
     return MIN_CACHEABLE_DEFAULT
 
 

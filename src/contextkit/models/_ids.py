@@ -94,15 +94,22 @@ def route_of_response(response_id: str | None) -> str | None:
     return None
 
 
+def is_gemini(model: str | None) -> bool:
+    return bool(model) and normalise_model(model or "").startswith("gemini-")
+
+
 def provider_of(name: str) -> str | None:
-    """``"anthropic"`` or ``"openai"`` for a normalised id, else None."""
+    """``"anthropic"``, ``"openai"`` or ``"google"`` (Gemini) for a normalised id, else None."""
     if parse_claude(name) is not None or name.startswith("claude"):
         return "anthropic"
+    if is_gemini(name):
+        return "google"
     return "openai" if is_openai(name) else None
 
 
 __all__ = [
     "ClaudeModel",
+    "is_gemini",
     "is_openai",
     "normalise_model",
     "parse_claude",

@@ -103,10 +103,14 @@ class ModelInfo:
     def is_openai(self) -> bool:
         return self.provider == "openai"
 
+    @property
+    def is_gemini(self) -> bool:
+        return self.provider == "google"
+
     def cache_min_tokens(self, when: date | datetime | None = None) -> int:
-        """Shortest prefix the provider caches (below it nothing is cached, no error; OpenAI and
-        unknown models: 1,024)."""
-        return min_cacheable_tokens(self.claude, when)
+        """Shortest prefix the provider caches (below it nothing is cached, no error; Gemini by
+        its dated table; OpenAI and unknown models: 1,024)."""
+        return min_cacheable_tokens(self.claude, when, self.name or "")
 
     def tool_overhead(self, tool_choice: object = None, when: date | datetime | None = None) -> int:
         """Tokens of the hidden system prompt Anthropic adds when a request carries tools (0 for

@@ -240,7 +240,7 @@ def _costs(session: Session, price: ModelPrice | None, ttl_s: int | None) -> _Co
     price = price or lookup_price(model, when)
     if price is None:  # the usual Anthropic ratios: only the ratio matters for the choice
         return _Costs(write=1.25e-6, read=0.1e-6)
-    if model.is_openai:
+    if model.is_openai or model.is_gemini:  # automatic caching: no write premium
         return _Costs(write=price.input / 1e6, read=price.cache_read / 1e6)
     write = price.cache_write_1h if ttl_s is not None and ttl_s > 300 else price.cache_write_5m
     return _Costs(write=write / 1e6, read=price.cache_read / 1e6)
