@@ -154,9 +154,11 @@ class Lab:
             )
 
     def _queued(self, text: str) -> bool:
+        """Whether the CLI has written the enqueue record of ``text``. Read while the CLI writes:
+        a last line without its newline is still being written, and is not read yet."""
         for path in self.transcripts():
-            for line in path.read_text().splitlines():
-                record = json.loads(line)
+            for line in path.read_text().split("\n")[:-1]:
+                record = json.loads(line) if line.strip() else {}
                 if record.get("operation") == "enqueue" and record.get("content") == text:
                     return True
         return False
