@@ -71,6 +71,11 @@ from contextkit.accounting._omitted import (
     measure_omitted,
     omitted_content,
 )
+from contextkit.accounting._thinking import (
+    describe_thinking,
+    omitted_thinking,
+    with_thinking,
+)
 
 __all__ = [
     "CAUSES",
@@ -99,6 +104,7 @@ __all__ = [
     "compaction_gaps",
     "content_gaps",
     "default_cache",
+    "describe_thinking",
     "diagnose_cache",
     "diagnosis_json",
     "fit_miss_model",
@@ -108,6 +114,7 @@ __all__ = [
     "load_miss_model",
     "measure_omitted",
     "omitted_content",
+    "omitted_thinking",
     "price_session",
     "report_json",
     "rescaled_gap",
@@ -121,4 +128,5 @@ __all__ = [
     "split_user_text",
     "with_content_gaps",
     "with_gaps",
+    "with_thinking",
 ]

@@ -12,7 +12,9 @@ itself can be measured, with no fit to any other recording:
   the fixed overheads of the messages and tool blocks appended (the hidden prefix cancels);
 - :func:`session_factor` is the median of those ratios over the pairs that appended at least
   :data:`MIN_GROWTH` tokens of text (:data:`MIN_PAIRS` of them at least: fewer say too little,
-  and the shipped factor stays). Thinking text keeps its scale relative to the factor.
+  and the shipped factor stays). Thinking text keeps its scale relative to the factor. Thinking a
+  file holds without its text or summarised (:mod:`._thinking`) is left out of the count, and
+  what it appended, sized from the billed output, is taken off the growth before the ratio.
 
 :func:`session_counter` is the counter every command uses for a session: the shipped counter,
 with the session's factor in place where there is one. Its name says so (``x1.52, measured on
@@ -26,7 +28,9 @@ import statistics
 import weakref
 from dataclasses import dataclass
 
+from contextkit.accounting._thinking import omitted_thinking, without_thinking
 from contextkit.cache import strip_prior_thinking
+from contextkit.messages import Conversation, ThinkingBlock
 from contextkit.models import ModelInfo
 from contextkit.session import Session
 from contextkit.tokens import CalibratedCounter, TokenCounter, counter_for
@@ -79,13 +83,16 @@ def _measure(session: Session, counter: CalibratedCounter) -> SessionFactor | No
     ratios: list[float] = []
     previous: tuple[int, int, int] | None = None
     compactions = set(session.compactions)
-    for index, call in enumerate(session.calls):
+    unseen = omitted_thinking(session, counter)
+    requests = without_thinking([c.request for c in session.calls], unseen)
+    for index, (call, sent) in enumerate(zip(session.calls, requests, strict=True)):
         if call.usage is None:
             previous = None
             continue
-        request = strip_prior_thinking(call.request)
+        request = strip_prior_thinking(sent)
         one, two = ones.count_conversation(request), twos.count_conversation(request)
-        text, fixed, billed = two - one, 2 * one - two, call.usage.total_input
+        billed = call.usage.total_input - _carried(request, unseen)
+        text, fixed = two - one, 2 * one - two
         if previous is not None and index not in compactions and call.cache_reset is None:
             grown, overheads, paid = text - previous[0], fixed - previous[1], billed - previous[2]
             if grown >= MIN_GROWTH and paid > 0:
@@ -94,6 +101,20 @@ def _measure(session: Session, counter: CalibratedCounter) -> SessionFactor | No
     if len(ratios) < MIN_PAIRS:
         return None
     return SessionFactor(statistics.median(ratios), len(ratios))
+
+
+def _carried(request: Conversation, unseen: dict[str, int]) -> int:
+    """Billed tokens of the thinking ``request`` carries that the bill sized
+    (:func:`omitted_thinking`; its text is left out of the count)."""
+    if not unseen:
+        return 0
+    return sum(
+        unseen.get(b.signature, 0)
+        for m in request.messages
+        if not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ThinkingBlock) and b.signature
+    )
 
 
 def session_counter(session: Session, model: ModelInfo | None = None) -> TokenCounter:

@@ -10,7 +10,8 @@ A recorded file is not the requests as sent. The accountant puts back, from the 
   the first call after it (:mod:`._gaps`);
 - content the harness added or cleared mid-session without a trace in the file, seen as a step in
   the residual of the calls (:mod:`._content_gaps`);
-- the hidden prefix built anew on a resume, measured from that call's usage (:mod:`._gaps`).
+- the hidden prefix built anew on a resume, measured from that call's usage (:mod:`._gaps`);
+- thinking the file holds without its text, sized from the billed output (:mod:`._thinking`).
 
 Contract: :func:`measure_omitted` measures all of it on the recorded requests (never on a
 strategy's views: what the harness sent does not depend on what a replay would send);
@@ -40,6 +41,7 @@ from contextkit.accounting._gaps import (
     with_gaps,
 )
 from contextkit.accounting._hidden import hidden_prefix
+from contextkit.accounting._thinking import describe_thinking, omitted_thinking, with_thinking
 from contextkit.cache import CacheConfig, PrefixPart
 from contextkit.messages import Conversation, Message
 from contextkit.session import Session, Usage
@@ -59,13 +61,16 @@ class OmittedContent:
     """Content added or cleared mid-session."""
     resumes: Mapping[int, int] = field(default_factory=dict)
     """Call index -> the hidden prefix's change in size from that call on (a resume)."""
+    thinking: Mapping[str, int] = field(default_factory=dict)
+    """Signature -> billed tokens of each thinking block the file holds without its text."""
     recorded: tuple[Conversation, ...] = ()
     """The recording's own requests with the gaps and steps in place."""
     notes: tuple[str, ...] = ()
 
     def fill(self, requests: Sequence[Conversation], counter: TokenCounter) -> list[Conversation]:
-        """``requests`` (one per call) as the harness would have sent them: the compaction gaps
-        and the mid-session steps in place."""
+        """``requests`` (one per call) as the harness would have sent them: the thinking, the
+        compaction gaps and the mid-session steps in place."""
+        requests = with_thinking(requests, self.thinking, counter)
         filled = with_gaps(requests, list(self.gaps), counter, filled=self.filled)
         return with_content_gaps(filled, list(self.steps)) if self.steps else filled
 
@@ -100,6 +105,9 @@ def omitted_content(
 ) -> OmittedContent:
     """The gaps, steps and resumes of ``session``'s recording (see :class:`OmittedContent`)."""
     notes: list[str] = []
+    thinking = omitted_thinking(session, counter) if recorded is not None else {}
+    if thinking:
+        notes.append(describe_thinking(thinking))
     gaps = compaction_gaps(session, counter, recorded, hidden_tokens)
     if gaps:
         sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
@@ -108,7 +116,8 @@ def omitted_content(
             "inferred from the recorded usage of the first call after it"
         )
     filled = filled_summaries(gaps, counter)  # counted once, for the views and the recording
-    as_recorded = with_gaps([c.request for c in session.calls], gaps, counter, filled=filled)
+    requests = with_thinking([c.request for c in session.calls], thinking, counter)
+    as_recorded = with_gaps(requests, gaps, counter, filled=filled)
     steps = content_gaps(session, as_recorded, counter, config, recorded, hidden_tokens)
     if steps:
         notes.append(describe_content_gaps(steps))
@@ -124,6 +133,7 @@ def omitted_content(
         filled=filled,
         steps=tuple(steps),
         resumes=resumes,
+        thinking=thinking,
         recorded=tuple(as_recorded),
         notes=tuple(notes),
     )

@@ -47,6 +47,7 @@ from contextkit.accounting import (
     shipped_miss_model,
     with_content_gaps,
     with_gaps,
+    with_thinking,
 )
 from contextkit.cache import (
     TTL_1H_S,
@@ -259,7 +260,9 @@ def _setup(session: Session, change: Change) -> _Setup:
         in_ratio, out_ratio = _ratio(session, base_counter, counter)
         hidden, warm, read = (round(x * in_ratio) for x in (hidden, warm, read))
         scaled = [replace(g, tokens=round(g.tokens * in_ratio)) for g in gaps]
-        requests = tuple(with_gaps([c.request for c in session.calls], scaled, counter))
+        thinking = {k: round(v * in_ratio) for k, v in content.thinking.items()}
+        sent = with_thinking([c.request for c in session.calls], thinking, counter)
+        requests = tuple(with_gaps(sent, scaled, counter))
         rescaled = [rescaled_gap(g, in_ratio, counter) for g in steps]
         requests = tuple(with_content_gaps(requests, rescaled))
         resumes = {i: round(d * in_ratio) for i, d in resumes.items()}
