@@ -95,12 +95,11 @@ def test_the_5_series_sessions_total_input_is_near_the_bill(corpus: Path) -> Non
     """oh-my-posh-claude (Claude Code 2.1.2xx, claude-sonnet-5 and claude-fable-5): thinking is
     recorded empty (Sonnet 5) or summarised (Fable 5) and billed in full. Counted from the file,
     total input came out 4.8% and 5.9% short; with the thinking sized from the bill, 1.7% and 3.5%
-    short (the rest: content steps under the step detector's threshold)."""
-    bounds = {"s-55-d5cdc9f52a-0.jsonl": 0.025, "s-f1-cc7fb29063-0.jsonl": 0.045}
-    for name, bound in bounds.items():
+    short; with steps of 2% measured as content the file omits, 1.7% and 0.6%."""
+    for name in ("s-55-d5cdc9f52a-0.jsonl", "s-f1-cc7fb29063-0.jsonl"):
         session = load(corpus / "oh-my-posh-claude" / name).sessions[0]
         ledger = price_session(session)
         assert ledger.recorded is not None
         simulated = int(ledger.simulated.total_input.sum())
         recorded = int(ledger.recorded.total_input.sum())
-        assert abs(simulated / recorded - 1) < bound, name
+        assert abs(simulated / recorded - 1) < 0.03, name  # the issue's floor
