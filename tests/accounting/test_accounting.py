@@ -378,3 +378,23 @@ def test_gemini_cli_sessions_are_simulated_with_geminis_implicit_cache(corpus: P
         ) > 0  # the growing history is served from the implicit cache
         assert ledger.simulated.total_cost is not None, path.name
         assert any("Gemini implicit caching" in n for n in ledger.notes)
+
+
+@pytest.mark.corpus
+def test_outputs_counted_from_content_are_labelled_estimates(corpus: Path) -> None:
+    """packmind: 37 of 56 calls hold a stream-start output count; the reader counts them from the
+    content, and the ledger says which part of "recorded" is that estimate (inspect's caption
+    too, and cost's notes)."""
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from contextkit.cli import app  # noqa: PLC0415
+
+    path = corpus / "packmind-claude" / "s-cc-3a3c81d623-0.jsonl"
+    ledger = price_session(load(path).sessions[0])
+    (note,) = [n for n in ledger.notes if n.startswith("recorded: the file's usage, but")]
+    assert "the output of 37 of 56 calls" in note
+    runner = CliRunner()
+    shown = " ".join(runner.invoke(app, ["inspect", str(path)]).output.split())
+    assert "recorded: the file's usage, some outputs estimated (see the note)" in shown
+    cost = " ".join(runner.invoke(app, ["cost", str(path)]).output.split())
+    assert "the output of 37 of 56 calls" in cost

@@ -50,6 +50,7 @@ from contextkit.accounting._ledger import (
     TokenTable,
     call_prices,
     default_cache,
+    estimated_outputs_note,
     ledger_totals,
     price_session,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "describe_thinking",
     "diagnose_cache",
     "diagnosis_json",
+    "estimated_outputs_note",
     "fit_miss_model",
     "heaviest_tool_results",
     "inspect_session",

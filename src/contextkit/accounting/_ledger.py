@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from contextkit._gc import no_cycle_collection
 from contextkit.accounting._calibrate import session_counter
-from contextkit.accounting._doctor import diagnose_cache
+from contextkit.accounting._disagreement import gap_carrier
 from contextkit.accounting._hidden import recorded_ttl
 from contextkit.accounting._misses import (
     MissModel,
@@ -54,7 +54,12 @@ from contextkit.cache import (
 )
 from contextkit.messages import Conversation
 from contextkit.models import UNKNOWN_MODEL, ModelInfo
-from contextkit.pricing import PER_MILLION, ModelPrice, UnknownPriceWarning, price_or_warn
+from contextkit.pricing import (
+    PER_MILLION,
+    ModelPrice,
+    UnknownPriceWarning,
+    price_or_warn,
+)
 from contextkit.session import Call, Session, Usage
 from contextkit.tokens import MemoCounter, TokenCounter, counter_for
 
@@ -259,6 +264,8 @@ def price_session(
     if infer_prefix:
         sent = omitted.content.recorded if requests is None else omitted.fill(sent, counter)
     notes = list(omitted.notes)
+    if recorded is not None and (estimated := estimated_outputs_note(session.calls)):
+        notes.append(estimated)
     prefix = omitted.prefix
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)
@@ -301,26 +308,15 @@ def price_session(
 
 DISAGREEMENT = 0.05
 """A simulated session cost further than this from the recorded bill is named, with its cause."""
-_EXPECTED = frozenset({"new content", "first write"})
 
 
 def _with_disagreement(session: Session, ledger: Ledger, counter: TokenCounter) -> Ledger:
     error = ledger.cost_error()
-    if error is None or abs(error) <= DISAGREEMENT:
+    if error is None or abs(error) <= DISAGREEMENT or ledger.recorded is None:
         return ledger
-    diagnosis = diagnose_cache(session, counter)
-    causes = {} if diagnosis is None else diagnosis.by_cause()
-    rewrites = {k: v[0] for k, v in causes.items() if k not in _EXPECTED and v[0] > 0}
     head = f"simulated cost {error:+.1%} against the recorded bill (more than {DISAGREEMENT:.0%})"
-    if not rewrites or diagnosis is None:
-        note = f"{head}: no recorded cache rewrite explains it (the gap is in counts or output)"
-    else:
-        cause = max(rewrites, key=rewrites.__getitem__)
-        share = rewrites[cause] / diagnosis.written if diagnosis.written else 0.0
-        note = (
-            f"{head}: the leading cause of the recorded cache rewrites is {cause} "
-            f"({rewrites[cause]:,} tokens, {share:.0%} of the written; inspect --cache lists them)"
-        )
+    sim, rec = ledger.simulated.totals(), ledger.recorded.totals()
+    note = f"{head}: {gap_carrier(session, sim, rec, counter)}"
     return replace(ledger, notes=(*ledger.notes, note))
 
 
@@ -460,6 +456,20 @@ def _on_model(call: Call, model: str) -> Call:
     return call.model_copy(update={"model": model, "request": request})
 
 
+def estimated_outputs_note(calls: Sequence[Call]) -> str | None:
+    """What of the "recorded" figures is not the file's: the output of calls whose file held a
+    stream-start placeholder, counted from their content by the reader (None: none)."""
+    estimated = [c for c in calls if c.output_estimated and c.usage is not None]
+    if not estimated:
+        return None
+    tokens = sum(c.usage.output_tokens for c in estimated if c.usage is not None)
+    return (
+        f"recorded: the file's usage, but the output of {len(estimated)} of {len(calls)} calls "
+        f"({tokens:,} tokens) is an estimate, counted from their content: the file holds the "
+        "count as it stood at stream start"
+    )
+
+
 def _recorded(calls: Sequence[Call]) -> list[Usage] | None:
     usages = [c.usage for c in calls]
     if not usages or any(u is None for u in usages):
@@ -516,6 +526,7 @@ __all__ = [
     "OutputSource",
     "TokenTable",
     "default_cache",
+    "estimated_outputs_note",
     "ledger_totals",
     "price_session",
 ]

@@ -113,9 +113,11 @@ def _parts_table(report: SessionReport, wide: bool = False) -> Table:
 
 
 def _cost_table(report: SessionReport, wide: bool = False) -> Table:
+    estimated = any(n.startswith("recorded: the file's usage, but") for n in report.ledger.notes)
+    recorded = "the file's usage" + (", some outputs estimated (see the note)" if estimated else "")
     tab = t.table(
         caption="simulated: the recorded requests through the cache simulator, output as "
-        "recorded (as in replay, compare and cost); recorded: the file's usage"
+        f"recorded (as in replay, compare and cost); recorded: {recorded}"
     )
     t.label_column(tab, "")
     for column in ("uncached", "write\n5m", "write\n1h", "read", "output", "cost"):

@@ -39,6 +39,7 @@ from contextkit.accounting import (
     Ledger,
     apply_misses,
     default_cache,
+    estimated_outputs_note,
     omitted_content,
     rescaled_gap,
     resized_prefix,
@@ -143,6 +144,10 @@ def collect_tickets(
         for read in loaded.sessions:
             session = with_default_model(read, model)
             (subs if session.parent_session_id else mains).append(session)
+            for one in session.all_sessions():
+                estimated = estimated_outputs_note(one.calls)
+                if estimated and _recorded(one.calls) is not None:
+                    notes.append(f"{one.path} ({one.session_id or 'session'}): {estimated}")
     return Tickets(_group(mains, subs, notes), tuple(skipped), tuple(notes))
 
 
