@@ -243,8 +243,12 @@ def test_no_usage_no_diagnosis() -> None:
 def test_every_corpus_session_with_usage_has_a_cause_for_95_percent_of_writes(
     corpus: Path,
 ) -> None:
+    """Every session: >= 95% of written tokens have a cause, and the share whose cause the file
+    or its usage shows (observed) is >= 90% on all but the sessions named in
+    :data:`INFERRED_RESETS`, where the rest is inferred from the reads."""
     checked = 0
     routed = 0
+    below: dict[tuple[str, str], float] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # unknown prices: dollars are None, causes still hold
         for path in find_session_files([corpus]).files:
@@ -255,10 +259,41 @@ def test_every_corpus_session_with_usage_has_a_cause_for_95_percent_of_writes(
                         continue
                     assert diagnosis.explained is not None
                     assert diagnosis.explained >= 0.95, (path, session.session_id)
+                    observed, inferred = diagnosis.observed, diagnosis.inferred
+                    assert observed is not None
+                    assert inferred is not None
+                    assert observed + inferred == pytest.approx(diagnosis.explained)
+                    name = path.relative_to(corpus).as_posix()
+                    if observed < 0.9:
+                        below[name, session.session_id or ""] = observed
                     checked += 1
                     routed += any(c.route == "bedrock" for c in session.calls)
     assert checked >= 30
     assert routed >= 2  # the Bedrock sessions are among them
+    assert set(below) == set(INFERRED_RESETS), below
+
+
+INFERRED_RESETS = {
+    ("pi-mono/large-session.jsonl", "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"): (
+        "78% of its writes follow a read of nothing at a new user turn, 22 s to 4 min after the "
+        "previous call: the developer restarted pi between turns (its session file records no "
+        "restart, no system prompt and no tools; thinking-level changes leave the level as it was)"
+    ),
+    ("entire-claude/s-6d-9f76bd01e9-0.jsonl", "b82405ba-a054-4152-bc86-e9b0d4832b68"): (
+        "32%: three reads stop exactly at the 26.7k-token prefix the file omits (at a skill launch "
+        "and two user turns, 6-282 s after the call before, 1h writes): Claude Code rewrote the "
+        "cached messages, and the file shows no trigger"
+    ),
+    ("entire-claude/s-6d-9f76bd01e9-0.jsonl", "a6b0113"): (
+        "41%: a subagent whose reads stop inside the prefix the file omits"
+    ),
+    ("entire-claude/s-bd-7375936c5c-0.jsonl", "a2b25ca9-1cbb-41d7-a3b1-89c66f8697f9"): (
+        "16%: one read stops inside the prefix the file omits"
+    ),
+}
+"""The corpus sessions where under 90% of written tokens have a cause the file or its usage shows
+(the issue's floor), and why: the rest is a harness reset inferred from where the reads stopped,
+which no record of the file shows. Any other session falling under 90% fails the test."""
 
 
 @pytest.mark.corpus
@@ -277,6 +312,26 @@ def test_inspect_cache_on_a_bedrock_session(corpus: Path) -> None:
     (doc,) = json.loads(result.stdout)["sessions"]
     assert doc["cache"]["explained"] >= 0.95
     assert "routing" in doc["cache"]["by_cause"]
+    assert doc["cache"]["observed"] + doc["cache"]["inferred"] == pytest.approx(
+        doc["cache"]["explained"]
+    )
+
+
+@pytest.mark.corpus
+def test_inspect_cache_reports_inferred_causes_apart(corpus: Path) -> None:
+    """entire-claude s-bd: one read stops inside the prefix the file omits (a harness reset no
+    record shows): its row is marked inferred, and the title gives the observed share."""
+    path = corpus / "entire-claude" / "s-bd-7375936c5c-0.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(app, ["inspect", "--cache", str(path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "83.7% observed, 16.3% inferred from the reads" in text
+    assert "harness reset (inferred)" in text
+    doc = json.loads(runner.invoke(app, ["inspect", "--cache", "--json", str(path)]).stdout)
+    cache = doc["sessions"][0]["cache"]
+    assert set(cache["inferred_by_cause"]) == {"harness reset"}
+    assert cache["inferred"] == pytest.approx(0.163, abs=0.001)
 
 
 @pytest.mark.corpus

@@ -126,14 +126,33 @@ class CacheDiagnosis:
     def write_amplification(self) -> float | None:
         return self.written / self.unique_tokens if self.unique_tokens else None
 
-    def by_cause(self) -> dict[str, tuple[int, float | None]]:
-        """Written tokens and dollars per cause (causes that wrote nothing left out)."""
+    def by_cause(self, inferred: bool | None = None) -> dict[str, tuple[int, float | None]]:
+        """Written tokens and dollars per cause (causes that wrote nothing left out); only the
+        events inferred from the reads (``inferred=True``) or only the others (``False``)."""
         out: dict[str, tuple[int, float | None]] = {}
         for event in (e for c in self.calls for e in c.events):
+            if inferred is not None and event.inferred != inferred:
+                continue
             tokens, usd = out.get(event.cause, (0, 0.0))
             cost = None if usd is None or event.usd is None else usd + event.usd
             out[event.cause] = (tokens + event.tokens, cost)
         return {k: out[k] for k in CAUSES if k in out}
+
+    @property
+    def inferred(self) -> float | None:
+        """Share of written tokens whose cause was inferred from the reads (a harness reset no
+        record shows), not seen in the file or its usage (None: nothing written)."""
+        if not self.written:
+            return None
+        return sum(t for t, _ in self.by_cause(inferred=True).values()) / self.written
+
+    @property
+    def observed(self) -> float | None:
+        """Share of written tokens whose cause the file or its usage shows (named and not
+        inferred; None: nothing written)."""
+        if self.explained is None or self.inferred is None:
+            return None
+        return self.explained - self.inferred
 
     @property
     def explained(self) -> float | None:
@@ -439,7 +458,12 @@ def diagnosis_json(diagnosis: CacheDiagnosis, events: bool = True) -> dict[str, 
         "hit_rate": diagnosis.hit_rate,
         "write_amplification": diagnosis.write_amplification,
         "explained": diagnosis.explained,
+        "observed": diagnosis.observed,
+        "inferred": diagnosis.inferred,
         "by_cause": {k: {"tokens": t, "usd": u} for k, (t, u) in diagnosis.by_cause().items()},
+        "inferred_by_cause": {
+            k: {"tokens": t, "usd": u} for k, (t, u) in diagnosis.by_cause(inferred=True).items()
+        },
     }
     if events:
         doc["events"] = [

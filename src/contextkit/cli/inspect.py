@@ -170,22 +170,26 @@ def _cache_table(diagnosis: CacheDiagnosis, wide: bool = False) -> Table:
         title += f", write amplification {amp:.2f}x"
     if explained is not None:
         title += f", {explained:.1%} of written tokens explained"
+    observed, inferred = diagnosis.observed, diagnosis.inferred
+    if observed is not None and inferred is not None:
+        title += f": {observed:.1%} observed, {inferred:.1%} inferred from the reads"
     tab = t.table(title)
     t.label_column(tab, "cause")
     for column in ("calls", "written", "share", "cost"):
         t.number_column(tab, column)
-    calls: dict[str, set[int]] = {}
+    calls: dict[tuple[str, bool], set[int]] = {}
     for event in (e for c in diagnosis.calls for e in c.events):
-        calls.setdefault(event.cause, set()).add(event.call)
+        calls.setdefault((event.cause, event.inferred), set()).add(event.call)
     written = diagnosis.written or 1
-    for cause, (tokens, usd) in diagnosis.by_cause().items():
-        tab.add_row(
-            cause,
-            f"{len(calls[cause]):,}",
-            t.tokens(tokens, wide),
-            f"{tokens / written:.1%}",
-            t.money(usd, wide),
-        )
+    for inferred_part in (False, True):
+        for cause, (tokens, usd) in diagnosis.by_cause(inferred=inferred_part).items():
+            tab.add_row(
+                cause + (" (inferred)" if inferred_part else ""),
+                f"{len(calls[cause, inferred_part]):,}",
+                t.tokens(tokens, wide),
+                f"{tokens / written:.1%}",
+                t.money(usd, wide),
+            )
     return tab
 
 

@@ -88,15 +88,22 @@ def sessions_table(data: ReportData) -> str:
 
 
 def _causes(sessions: Sequence[SessionFacts]) -> dict[str, tuple[int, float, int]]:
-    """Written tokens, dollars and sessions per cause over every diagnosed session."""
+    """Written tokens, dollars and sessions per cause over every diagnosed session; a cause
+    inferred from the reads (no record shows it) is a row of its own, marked so."""
     out: dict[str, tuple[int, float, int]] = {}
     for s in sessions:
         if s.diagnosis is None:
             continue
-        for cause, (tokens, cost) in s.diagnosis.by_cause().items():
-            t, c, n = out.get(cause, (0, 0.0, 0))
-            out[cause] = (t + tokens, c + (cost or 0.0), n + 1)
-    return {k: out[k] for k in CAUSES if k in out}
+        for inferred in (False, True):
+            for cause, (tokens, cost) in s.diagnosis.by_cause(inferred=inferred).items():
+                key = cause + (INFERRED if inferred else "")
+                t, c, n = out.get(key, (0, 0.0, 0))
+                out[key] = (t + tokens, c + (cost or 0.0), n + 1)
+    order = [k + mark for mark in ("", INFERRED) for k in CAUSES]
+    return {k: out[k] for k in order if k in out}
+
+
+INFERRED = " (inferred)"
 
 
 def cache(data: ReportData) -> str:
@@ -129,6 +136,9 @@ def cache(data: ReportData) -> str:
         + bar_chart(amp_bars, "write amplification per session", lambda v: f"{v:.2f}x")
         + f"<h3>The cache doctor: causes of the recorded writes ({len(diagnosed):,} sessions "
         "with recorded usage)</h3>"
+        '<p class="note">A cause marked inferred was read from where the reads stopped (a '
+        "harness reset no record of the file shows); every other cause is observed in the file "
+        "or its usage.</p>"
         + bar_chart(cause_bars, "tokens written per cause", lambda v: f"{v:,.0f}")
         + table(("cause", "sessions", "written", "share", "cost"), rows, numeric=(1, 2, 3, 4))
         + _events(diagnosed)
