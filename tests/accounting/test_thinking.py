@@ -103,3 +103,22 @@ def test_the_5_series_sessions_total_input_is_near_the_bill(corpus: Path) -> Non
         simulated = int(ledger.simulated.total_input.sum())
         recorded = int(ledger.recorded.total_input.sum())
         assert abs(simulated / recorded - 1) < 0.03, name  # the issue's floor
+
+
+def test_a_signature_the_file_holds_twice_sizes_nothing() -> None:
+    """A redacted signature (the same text on every block) is no block's identity: sizing it
+    would give every thinking block of the session one block's size."""
+    session = omitted_session()
+    redacted = []
+    for call in session.calls:
+        assert call.response is not None
+        blocks = tuple(
+            b.model_copy(update={"signature": "[REDACTED_SIGNATURE]"})
+            if isinstance(b, ThinkingBlock)
+            else b
+            for b in call.response.blocks
+        )
+        response = call.response.model_copy(update={"content": blocks})
+        redacted.append(call.model_copy(update={"response": response}))
+    same = session.model_copy(update={"calls": tuple(redacted)})
+    assert omitted_thinking(same, WordCounter()) == {}

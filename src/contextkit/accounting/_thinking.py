@@ -11,9 +11,11 @@ response's 1,555 output tokens (a short tool call and about 1,400 of thinking) r
 
 - :func:`omitted_thinking` sizes each such block from its call's recorded usage: the billed output
   less the response's visible blocks as counted (text, tool calls), shared among the response's
-  empty thinking blocks by signature length (the signature carries the thinking, encrypted). A
-  call without usage, or whose output count the reader estimated from content
-  (``Call.output_estimated``), sizes nothing: its figure holds no thinking.
+  thinking blocks by signature length (the signature carries the thinking, encrypted). A call
+  without usage, or whose output count the reader estimated from content
+  (``Call.output_estimated``), sizes nothing: its figure holds no thinking. A block is known by
+  its signature, so a signature the file holds more than once (redacted: spotter's files write
+  ``[REDACTED_SIGNATURE]`` for every one) sizes nothing either.
 - :func:`with_thinking` puts the sized thinking into any list of requests (the recording's, or a
   strategy's views): each such block, wherever a request carries it, becomes a thinking block of
   that many tokens with the same signature. The cache simulator then bills it, and strips it where
@@ -23,6 +25,7 @@ response's 1,555 output tokens (a short tool call and about 1,400 of thinking) r
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from contextkit.messages import Block, Conversation, Message, ThinkingBlock
@@ -47,6 +50,13 @@ def omitted_thinking(session: Session, counter: TokenCounter) -> dict[str, int]:
     what its call billed for it (see the module docstring); empty when the file has none or no
     usage sizes them."""
     sizes: dict[str, int] = {}
+    seen = Counter(
+        b.signature
+        for c in session.calls
+        if c.response is not None and not isinstance(c.response.content, str)
+        for b in c.response.content
+        if isinstance(b, ThinkingBlock) and b.signature
+    )
     for call in session.calls:
         response, usage = call.response, call.usage
         if response is None or usage is None or call.output_estimated:
@@ -65,7 +75,7 @@ def omitted_thinking(session: Session, counter: TokenCounter) -> dict[str, int]:
         total = sum(weights)
         for block, weight in zip(thinking, weights, strict=True):
             share = round(billed * weight / total) if total else billed // len(thinking)
-            if share > 0 and block.signature:
+            if share > 0 and block.signature and seen[block.signature] == 1:
                 sizes[block.signature] = share
     return sizes
 
