@@ -118,3 +118,42 @@ def test_a_resume_measures_the_hidden_system_prompt_again() -> None:
     written = ledger.simulated.cache_write_5m.tolist()
     assert written[3] == ledger.context_tokens.tolist()[3]  # the new system prompt and after
     assert written[4] < 200
+
+
+def test_a_compaction_after_a_resume_is_measured_against_the_resumed_prefix() -> None:
+    """Call 2 resumes (the hidden prefix goes from 5,000 to 3,000 tokens), call 4 follows a
+    compaction whose restored content (1,500 tokens) the file omits. Measured against the prefix
+    of call 1, the gap came out 2,000 tokens short (-500: none) and every call after the
+    compaction was simulated 1,500 tokens under its bill (entire-claude s-89: 7,070 tokens under,
+    -15% at the compaction); against the resumed prefix every call matches its bill."""
+    summary = text(300, "s")
+    history: list[Message] = []
+    calls = []
+    for k in range(6):
+        if k == 4:
+            history = [summary]
+        history.append(text(1200 if k == 0 else 100, f"q{k}"))
+        hidden = 5000 if k < 2 else 3000
+        restored = 1500 if k >= 4 else 0
+        held = sum(
+            len(b.text.split()) for m in history for b in m.blocks if isinstance(b, TextBlock)
+        )
+        calls.append(
+            Call(
+                request=Conversation(model="claude-sonnet-4-5", messages=tuple(history)),
+                response=reply(f"r{k}"),
+                timestamp=T0 + timedelta(seconds=10 * k),
+                usage=Usage(cache_write_5m=hidden + held + restored, output_tokens=10),
+                cache_reset="system" if k == 2 else None,
+            )
+        )
+        history.append(calls[-1].response)  # type: ignore[arg-type]
+    recorded = Session(
+        path="<r>", format="claude-code", calls=tuple(calls), prefix_known=False, compactions=(4,)
+    )
+    ledger = price_session(recorded, WordCounter(), PRICE, misses=NO_MISSES)
+    assert ledger.recorded is not None
+    got, billed = ledger.context_tokens.tolist(), ledger.recorded.total_input.tolist()
+    for simulated, bill in zip(got, billed, strict=True):
+        assert simulated == pytest.approx(bill, abs=3)
+    assert any("1,500 tokens at call 4" in note for note in ledger.notes)

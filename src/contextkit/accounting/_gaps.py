@@ -23,7 +23,7 @@ shortfall is at least :data:`MIN_GAP_TOKENS` and :data:`MIN_GAP_SHARE` of the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from contextkit.cache import PrefixPart, strip_prior_thinking
@@ -51,10 +51,15 @@ def compaction_gaps(
     counter: TokenCounter,
     recorded: Sequence[Usage] | None,
     hidden_prefix_tokens: int,
+    resumes: Mapping[int, int] | None = None,
 ) -> tuple[CompactionGap, ...]:
-    """The gap after each compaction of ``session`` whose first call recorded its usage."""
+    """The gap after each compaction of ``session`` whose first call recorded its usage.
+    ``resumes``: the hidden prefix's change in size from each resumed call on
+    (:func:`resumed_prefix`): a compaction after a resume is measured against the prefix the
+    resumed process sent, not the first one."""
     if recorded is None or not session.compactions:
         return ()
+    resumed = sorted((resumes or {}).items())
     gaps: list[CompactionGap] = []
     for index in session.compactions:
         if not 0 <= index < len(session.calls):
@@ -64,7 +69,8 @@ def compaction_gaps(
             continue
         billed = recorded[index].total_input
         held = counter.count_conversation(strip_prior_thinking(call.request))
-        gap = billed - held - hidden_prefix_tokens
+        change = next((d for at, d in reversed(resumed) if at <= index), 0)
+        gap = billed - held - (hidden_prefix_tokens + change)
         if gap >= MIN_GAP_TOKENS and gap >= MIN_GAP_SHARE * billed:
             gaps.append(CompactionGap(index, call.request.messages[0], gap))
     return tuple(gaps)

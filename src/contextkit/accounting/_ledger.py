@@ -266,6 +266,8 @@ def price_session(
     notes = list(omitted.notes)
     if recorded is not None and (estimated := estimated_outputs_note(session.calls)):
         notes.append(estimated)
+    if (window := session.window_note()) is not None:
+        notes.append(window)
     prefix = omitted.prefix
     warm = recorded[0].cache_read if recorded and prefix else 0
     sim = CacheSimulator(config, counter, prefix, warm_tokens=warm)

@@ -108,21 +108,30 @@ def omitted_content(
     thinking = omitted_thinking(session, counter) if recorded is not None else {}
     if thinking:
         notes.append(describe_thinking(thinking))
-    gaps = compaction_gaps(session, counter, recorded, hidden_tokens)
+    requests = with_thinking([c.request for c in session.calls], thinking, counter)
+    gaps: tuple[CompactionGap, ...] = ()
+    resumes: dict[int, int] = {}
+    for _ in range(3):  # a resume moves the prefix a later compaction is measured against
+        measured = compaction_gaps(session, counter, recorded, hidden_tokens, resumes)
+        filled = filled_summaries(measured, counter)  # counted once, for views and recording
+        as_recorded = with_gaps(requests, measured, counter, filled=filled)
+        steps = content_gaps(session, as_recorded, counter, config, recorded, hidden_tokens)
+        if steps:
+            as_recorded = with_content_gaps(as_recorded, steps)
+        again = resumed_prefix(session, counter, recorded, as_recorded, hidden_tokens)
+        stable = (measured, again) == (gaps, resumes)
+        gaps, resumes = measured, again
+        later = [i for i in session.compactions if resumes and i > min(resumes)]
+        if stable or not later:  # no compaction after a resume: nothing to measure again
+            break
     if gaps:
         sizes = ", ".join(f"{g.tokens:,} tokens at call {g.call}" for g in gaps)
         notes.append(
             f"content after a compaction not in the file (restored files, todos): {sizes}, "
             "inferred from the recorded usage of the first call after it"
         )
-    filled = filled_summaries(gaps, counter)  # counted once, for the views and the recording
-    requests = with_thinking([c.request for c in session.calls], thinking, counter)
-    as_recorded = with_gaps(requests, gaps, counter, filled=filled)
-    steps = content_gaps(session, as_recorded, counter, config, recorded, hidden_tokens)
     if steps:
         notes.append(describe_content_gaps(steps))
-        as_recorded = with_content_gaps(as_recorded, steps)
-    resumes = resumed_prefix(session, counter, recorded, as_recorded, hidden_tokens)
     if resumes:
         sizes = ", ".join(f"{d:+,} tokens at call {i}" for i, d in resumes.items())
         notes.append(

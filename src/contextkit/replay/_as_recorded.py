@@ -27,7 +27,9 @@ def replay_as_recorded(
     window = window or model.context_window or 200_000
     ledger = price_session(session, counter, price, output="recorded")
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
-    rows = rows_of(session, ledger, none, [CallRecall(0, 0, ())] * len(session.calls), window)
+    accepted = [c.usage is not None for c in session.calls]
+    recall = [CallRecall(0, 0, ())] * len(session.calls)
+    rows = rows_of(session, ledger, none, recall, window, accepted=accepted)
     harness, harness_simulated, harness_notes = _harness_compactions(session)
     return Replay(
         harness_usd=harness,

@@ -517,8 +517,13 @@ def rows_of(
     scores: Sequence[CallRecall],
     window: int,
     summariser: Sequence[float | None] | None = None,
+    accepted: Sequence[bool] | None = None,
 ) -> tuple[ReplayRow, ...]:
+    """One row per call. ``accepted``: per call, whether the provider took this very request
+    (the recording's, with its usage): such a call is never an overflow, whatever its simulated
+    count (the count's error is not the window's)."""
     table = ledger.simulated
+    taken = accepted or [False] * len(receipts)
     columns = zip(  # plain lists: indexing numpy arrays element by element is slow
         ledger.context_tokens.tolist(),
         table.input.tolist(),
@@ -541,7 +546,7 @@ def rows_of(
             "summariser_usd": extra,
             "compacted": any(r.action != "summary_discarded" for r in receipts[i]),
             "tokens_freed": sum([r.tokens_freed for r in receipts[i]]) if receipts[i] else 0,
-            "overflow": context > window,
+            "overflow": context > window and not taken[i],
             "needed": scores[i].needed,
             "kept": scores[i].kept,
         }

@@ -127,11 +127,35 @@ class Session(Record):
     @property
     def model_info(self) -> ModelInfo:
         """:attr:`model`, resolved (:data:`~contextkit.models.UNKNOWN_MODEL` when no call names
-        one), with the window the harness ran it with (:attr:`context_window`)."""
+        one), with the window the harness ran it with (:attr:`context_window`), and never less
+        than :attr:`accepted_input`: a call the provider accepted fit the window it ran in."""
         info = resolve_model(self.model)
-        if self.context_window is None or info.context_window == self.context_window:
+        window = self.context_window or info.context_window
+        accepted = self.accepted_input
+        if window is not None and accepted > window:
+            window = accepted
+        if window is None or info.context_window == window:
             return info
-        return info.with_context_window(self.context_window)
+        return info.with_context_window(window)
+
+    @property
+    def accepted_input(self) -> int:
+        """The largest total input a call of this session was billed for (0 without usage):
+        the provider accepted a request of that size, so the window was at least that."""
+        return max((c.usage.total_input for c in self.calls if c.usage is not None), default=0)
+
+    def window_note(self) -> str | None:
+        """What :attr:`model_info`'s window rests on when the file's usage raised it (else
+        None)."""
+        info = resolve_model(self.model)
+        known = self.context_window or info.context_window
+        if known is None or self.accepted_input <= known:
+            return None
+        return (
+            f"window: the provider accepted a call of {self.accepted_input:,} input tokens, over "
+            f"the {known:,} known for {info.id or 'the model'}: the window it ran is taken to be "
+            "at least that"
+        )
 
     def user_turns(self) -> tuple[tuple[int, ...], ...]:
         """Call indices grouped into user turns (a turn ends on a stop reason but tool use)."""
