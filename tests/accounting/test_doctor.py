@@ -96,6 +96,24 @@ def test_ttl_expiry_and_whether_an_hour_would_have_kept_it() -> None:
     assert not _causes(_two(_u(5000, 700), at=4 * 60)).get("ttl expiry")
 
 
+def test_a_call_that_only_read_keeps_the_ttl_the_entries_were_written_with() -> None:
+    """1h writes, then a call that wrote nothing (all read, refreshing at 1h), then a 20-minute
+    gap and a miss: not a TTL expiry (the entries had 40 minutes left). Before, the TTL was taken
+    from the previous call's own writes: none, so 5 minutes, and the miss was put down to it."""
+    one_hour = _session(
+        _call(_history(1), _u(0, 5000, ttl="1h")),
+        _call(_history(1), _u(5000, 0, ttl="1h"), 10.0),
+        _call(_history(2), _u(0, 5700, ttl="1h"), 10.0 + 20 * 60),
+    )
+    assert "ttl expiry" not in _causes(one_hour)
+    five = _session(
+        _call(_history(1), _u(0, 5000)),
+        _call(_history(1), _u(5000, 0), 10.0),
+        _call(_history(2), _u(0, 5700), 10.0 + 20 * 60),
+    )
+    assert _causes(five)["ttl expiry"] == 5000
+
+
 def test_model_switch() -> None:
     found = _causes(_two(_u(0, 5700), model="claude-opus-4-6"))
     assert found["model switch"] == 5000

@@ -336,21 +336,25 @@ def _whole_cache_event(
         return "resume", "the session was resumed: a new process built its system prompt anew"
     if call.cache_reset is not None:
         return "harness reset", f"the harness changed the {call.cache_reset} level"
-    expired = _expired(prev, call)
+    expired = _expired(prev, call, _ttl(session.calls, i))
     return ("ttl expiry", expired) if expired else None
 
 
-def _ttl(call: Call) -> int:
-    usage = _usage(call)
-    return TTL_1H_S if usage.cache_write_1h > usage.cache_write_5m else TTL_5M_S
+def _ttl(calls: Sequence[Call], i: int) -> int:
+    """The TTL of what call ``i`` could read: that of the latest call before it that wrote (a
+    call that only read refreshed the entries at the TTL they were written with)."""
+    for j in range(i - 1, -1, -1):
+        usage = _usage(calls[j])
+        if usage.cache_write:
+            return TTL_1H_S if usage.cache_write_1h > usage.cache_write_5m else TTL_5M_S
+    return TTL_5M_S
 
 
-def _expired(prev: Call, call: Call) -> str:
+def _expired(prev: Call, call: Call, ttl: int) -> str:
     """Why the previous entry had expired ('' when it had not, or no times are known)."""
     if prev.timestamp is None or call.timestamp is None:
         return ""
     gap = (call.timestamp - prev.timestamp).total_seconds()
-    ttl = _ttl(prev)
     if gap <= ttl:
         return ""
     kept = " (a 1h TTL would have kept it)" if ttl < TTL_1H_S and gap <= TTL_1H_S else ""
