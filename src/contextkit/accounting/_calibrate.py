@@ -25,6 +25,7 @@ other models than the session's own (a what-if), keep the shipped counter.
 from __future__ import annotations
 
 import statistics
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -33,7 +34,12 @@ from contextkit.cache import strip_prior_thinking
 from contextkit.messages import Conversation, ThinkingBlock
 from contextkit.models import ModelInfo
 from contextkit.session import Session
-from contextkit.tokens import CalibratedCounter, TokenCounter, counter_for
+from contextkit.tokens import (
+    CalibratedCounter,
+    TokenCounter,
+    UnfittedTokenizerWarning,
+    counter_for,
+)
 
 MIN_GROWTH = 200
 """Text tokens (by the uncalibrated encoding) a call must append for its growth to measure the
@@ -117,6 +123,24 @@ def _carried(request: Conversation, unseen: dict[str, int]) -> int:
     )
 
 
+_WARNED: set[str] = set()
+"""Models already named as unfitted in this process (once each, not once per session)."""
+
+
+def _warn_unfitted(counter: CalibratedCounter) -> None:
+    if counter.params.fitted or counter.name in _WARNED:
+        return
+    _WARNED.add(counter.name)
+    warnings.warn(
+        f"{counter.model.id or counter.params.family}: no calibration is fitted for this model's "
+        f"tokenizer, and the session has too little usage to measure its own: counts are "
+        f"{counter.name}, which may be several percent off (a file with recorded usage measures "
+        "its own factor)",
+        UnfittedTokenizerWarning,
+        stacklevel=3,
+    )
+
+
 def session_counter(session: Session, model: ModelInfo | None = None) -> TokenCounter:
     """The counter for ``session`` (or for ``model``, a what-if: then the shipped one): the
     shipped counter of its model, with the factor its own recorded usage measures in place."""
@@ -126,6 +150,7 @@ def session_counter(session: Session, model: ModelInfo | None = None) -> TokenCo
         return counter
     measured = session_factor(session, counter)
     if measured is None:
+        _warn_unfitted(counter)
         return counter
     params = counter.params
     scale = measured.factor / params.factor

@@ -60,6 +60,11 @@ class TokenizerUnavailableWarning(UserWarning):
     """Counts fall back to the approximate counter because an encoding could not be loaded."""
 
 
+class UnfittedTokenizerWarning(UserWarning):
+    """A model's counts use a calibration not fitted to its tokenizer (a model that shipped after
+    the last fit), and the session has no usage to measure its own."""
+
+
 _failed_encodings: dict[str, str] = {}
 """Encodings that could not be loaded, and why: tried once per process (a download that fails
 offline costs about 120 ms, and a folder of sessions would pay it for every session)."""
