@@ -563,3 +563,31 @@ def test_agent_progress_is_not_read_when_the_agent_has_a_file(tmp_path: Path) ->
     (sub,) = load_claude_code(tmp_path / "s1.jsonl").sessions[0].subagents
     assert [c.request_id for c in sub.calls] == ["q9"]
     assert sub.path.endswith("agent-x1.jsonl")
+
+
+@pytest.mark.corpus
+def test_a_reset_trigger_the_reads_contradict_is_not_a_reset(corpus: Path, tmp_path: Path) -> None:
+    """spotter tool_heavy: call 2 follows a reset trigger, and its reads show the rewrite (18k
+    read of the 26k the call before had cached). The same file with call 2 reading all 26k: the
+    trigger reset nothing, so the reader takes no reset there, and says so."""
+    source = corpus / "spotter" / "tool_heavy.jsonl"
+    (session,) = load_claude_code(source).sessions
+    assert session.calls[2].cache_reset == "system"
+    lines = source.read_text(encoding="utf-8").split("\n")
+    line = session.calls[2].line
+    assert line is not None
+    key = json.loads(lines[line - 1])["message"]["id"]
+    for n, text in enumerate(lines):  # every record of the response carries its usage
+        record = json.loads(text) if text.strip() else {}
+        if record.get("type") != "assistant" or record["message"].get("id") != key:
+            continue
+        usage = record["message"]["usage"]
+        usage["cache_read_input_tokens"] = 26_006
+        usage["cache_creation_input_tokens"] = 498
+        usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 498}
+        lines[n] = json.dumps(record)
+    edited = tmp_path / "tool_heavy.jsonl"
+    edited.write_text("\n".join(lines), encoding="utf-8")
+    (read_through,) = load_claude_code(edited).sessions
+    assert read_through.calls[2].cache_reset is None
+    assert any("read the previous call's cache in full (calls 2)" in n for n in read_through.notes)

@@ -202,8 +202,15 @@ def _session(
     file_order = link_in_file_order(ordered)
     built = build_calls(ordered, state.index, state.memo)
     reset_calls, resumed = _with_cache_resets(built.calls, resumes)
+    reset_calls, unread = _read_through(reset_calls)
     calls, counted = count_placeholder_outputs(reset_calls)
     extra = ["no parentUuid links in this thread: messages taken in file order"] * file_order
+    if unread:
+        extra.append(
+            f"{len(unread)} cache reset trigger(s) whose call read the previous call's cache in "
+            f"full (calls {', '.join(map(str, unread[:8]))}{', ...' if len(unread) > 8 else ''}): "
+            "the reads show no reset, so none is taken"
+        )
     broken = [r for r in ordered if r.parent_uuid and r.parent is None]
     if broken:
         extra.append(
@@ -290,6 +297,31 @@ def _with_cache_resets(
         before = messages
         previous = when if when is not None else previous
     return tuple(out), tuple(resumed)
+
+
+READ_THROUGH = 0.9
+"""A call that read this share of what the call before it had cached read through any trigger."""
+MIN_CACHED = 1024
+"""Below the smallest cacheable prefix the reads say nothing about a reset."""
+
+
+def _read_through(calls: Sequence[Call]) -> tuple[tuple[Call, ...], list[int]]:
+    """``calls`` with ``cache_reset`` cleared where the call's recorded reads show none (it read
+    at least :data:`READ_THROUGH` of the previous call's cached end), and the indices cleared. A
+    trigger says a reset may happen; the usage says whether it did."""
+    out: list[Call] = []
+    cleared: list[int] = []
+    for i, call in enumerate(calls):
+        prev = calls[i - 1].usage if i else None
+        usage = call.usage
+        if call.cache_reset is not None and prev is not None and usage is not None:
+            cached = prev.cache_read + prev.cache_write
+            if cached >= MIN_CACHED and usage.cache_read >= READ_THROUGH * cached:
+                cleared.append(i)
+                out.append(call.model_copy(update={"cache_reset": None}))
+                continue
+        out.append(call)
+    return tuple(out), cleared
 
 
 def _resumed_between(
