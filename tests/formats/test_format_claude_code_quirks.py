@@ -355,6 +355,17 @@ def test_agent_progress_messages_make_a_subagent_session(tmp_path: Path) -> None
     assert main.set_aside["progress"] == 7
 
 
+def test_a_subagent_result_with_all_zero_usage_is_reported_not_priced(tmp_path: Path) -> None:
+    """A Task result whose usage is all zeros (nothing billed) makes no call: before, it was a
+    call of its own, and a subagent with nothing else became a one-call session with no model
+    ("no price known for model '<no model>'")."""
+    zero = {"input_tokens": 0, "output_tokens": 0}
+    main = load_claude_code(_write(tmp_path / "s1.jsonl", _progress_session(usage=zero)))
+    (sub,) = main.sessions[0].subagents
+    assert [c.request_id for c in sub.calls] == ["q1", "q2"]
+    assert any("all-zero usage" in n and "no call is taken" in n for n in sub.notes)
+
+
 def test_agent_progress_with_a_bad_usage_names_the_line(tmp_path: Path) -> None:
     lines = _progress_session(usage={"input_tokens": -4, "output_tokens": 1})
     path = _write(tmp_path / "s1.jsonl", lines)

@@ -429,6 +429,13 @@ def _progress_session(
     thread = list(parsed.progress[agent])
     notes = [PROGRESS_NOTE]
     final = parsed.agent_results.get(agent)
+    usage = final.usage if final is not None else None
+    if final is not None and usage is not None and not usage.total_input + usage.output_tokens:
+        notes.append(
+            f"the Task result at line {final.line} records all-zero usage for the subagent's last "
+            "response (nothing billed): no call is taken from it"
+        )
+        final = None
     if final is not None:
         final.model = next((r.model for r in reversed(thread) if r.model), None)
         thread.append(final)
