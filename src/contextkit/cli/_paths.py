@@ -13,6 +13,12 @@ Contract (shared by ``inspect``, ``validate``, ``compare`` and ``cost``):
   the command reports nothing and exits 0 (there was nothing to check or price);
 - paths named explicitly that hold no session file are an error (exit 2): the user pointed at
   something and it is not what they thought.
+
+Exit codes of the commands that read many files (``inspect``, ``compare``, ``cost``, ``report``;
+:func:`read_outcome`): 0 every file was read; 1 some could not be read (each named on stderr, and
+in ``--json``, with why; the rest reported as usual); 2 none could be read, or bad input. A file
+with a bad record is not read in strict mode (the error names its line); ``--lenient`` reads it
+and lists the records it skipped.
 """
 
 from __future__ import annotations
@@ -108,6 +114,31 @@ def print_skipped(skipped: Sequence[tuple[str, str]]) -> None:
         err_console.print(
             f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True
         )
+
+
+def read_outcome(read: int, unread: int) -> int:
+    """The exit code of a command over many files: 0 all read, 1 some unreadable, 2 none read."""
+    if not unread:
+        return 0
+    return 1 if read else 2
+
+
+def unread_reason(exc: FormatError) -> str:
+    """Why a file was not read, as the error says it (a bad record: with the ``--lenient`` hint)."""
+    from contextkit.errors import MixedFormatError, UnknownFormatError  # noqa: PLC0415
+
+    bad_record = not isinstance(exc, MixedFormatError | UnknownFormatError)
+    if bad_record and getattr(exc, "line", None) is not None:
+        return f"{exc} (--lenient skips bad records and lists each one)"
+    return str(exc)
+
+
+def print_unread(unread: Sequence[tuple[str, str]]) -> None:
+    """One stderr line per file that could not be read, with why."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when something prints)
+
+    for _, reason in unread:  # the reason names the file
+        err_console.print(f"[red]not read[/] {escape(reason)}", highlight=False, soft_wrap=True)
 
 
 def _hint(skipped: Sequence[tuple[str, str]]) -> str:

@@ -45,7 +45,7 @@ from contextkit.cli._app import (
     console_error,
     print_json,
 )
-from contextkit.cli._paths import select_paths
+from contextkit.cli._paths import read_outcome, select_paths
 from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
 from contextkit.errors import ConfigError, ContextkitError
@@ -171,6 +171,8 @@ def cost_command(
         console_error(str(exc))
         raise typer.Exit(2) from None
     _show(report, plot, wide, json_out)
+    if report is not None and report.unread:  # some files of a folder could not be read
+        raise typer.Exit(read_outcome(len(report.names), len(report.unread)))
 
 
 def _what_ifs(

@@ -33,9 +33,16 @@ from contextkit.cli._app import (
     err_console,
     print_json,
 )
-from contextkit.cli._paths import print_skipped, select_paths
+from contextkit.cli._paths import (
+    print_skipped,
+    print_unread,
+    read_outcome,
+    select_paths,
+    unread_reason,
+)
 from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
+from contextkit.errors import FormatError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -55,10 +62,11 @@ def inspect_files(
     lenient: bool = False,
     format: str | None = None,
     what_if_model: str | None = None,
-) -> list[SessionReport]:
-    """Every session (subagents included) of every file, inspected; warnings shown once each.
-    Strict by default (a bad record is an error naming file and line); ``lenient`` skips bad
-    records and lists each one on stderr. ``format`` forces a reader (else detected). ``model``
+) -> tuple[list[SessionReport], list[tuple[str, str]]]:
+    """Every session (subagents included) of every file, inspected, and the files that could not
+    be read, with why; warnings shown once each. Strict by default (a file with a bad record is
+    not read: the error names file and line); ``lenient`` skips bad records and lists each one on
+    stderr. ``format`` forces a reader (else detected). ``model``
     is the model of calls whose file names none (as ``--model`` in every command);
     ``what_if_model`` re-prices every call as that model."""
     from contextkit.accounting import inspect_session  # noqa: PLC0415  (loads in the command)
@@ -66,10 +74,15 @@ def inspect_files(
     from contextkit.replay import with_default_model  # noqa: PLC0415
 
     reports: list[SessionReport] = []
+    unread: list[tuple[str, str]] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for path in paths:
-            loaded = load(path, lenient=lenient, format=format)
+            try:
+                loaded = load(path, lenient=lenient, format=format)
+            except FormatError as exc:
+                unread.append((str(path), unread_reason(exc)))
+                continue
             for skip in loaded.skipped:
                 err_console.print(
                     f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
@@ -82,7 +95,7 @@ def inspect_files(
                 )
     for message in dict.fromkeys(str(w.message) for w in caught):
         err_console.print(f"[yellow]warning:[/] {message}", highlight=False)
-    return reports
+    return reports, unread
 
 
 def _parts_table(report: SessionReport, wide: bool = False) -> Table:
@@ -252,11 +265,17 @@ def inspect_command(
 
     selection = select_paths(files, every)
     print_skipped(selection.skipped)
-    reports = inspect_files(list(selection.files), model, lenient, format_name, what_if_model)
+    reports, unread = inspect_files(
+        list(selection.files), model, lenient, format_name, what_if_model
+    )
+    print_unread(unread)
+    code = read_outcome(len(selection.files) - len(unread), len(unread))
     if not selection.files:  # discovery found nothing (and said so)
         if json_out:
             print_json({"sessions": []})
         return
+    if code == 2 and not json_out:
+        raise typer.Exit(code)
     if plot is not None:
         from contextkit.accounting.plots import save_session_plots  # noqa: PLC0415  (matplotlib)
 
@@ -267,8 +286,11 @@ def inspect_command(
         if cache:
             for doc, found in zip(docs, doctor, strict=True):
                 doc["cache"] = diagnosis_json(found) if found is not None else None
-        print_json({"sessions": docs})
-        return
+        out: dict[str, object] = {"sessions": docs}
+        if unread:
+            out["not_read"] = [{"path": p, "error": why} for p, why in unread]
+        print_json(out)
+        raise typer.Exit(code)
     for report, found in zip(reports, doctor, strict=True):
         console.print(_parts_table(report, wide))
         console.print(_cost_table(report, wide))
@@ -280,3 +302,5 @@ def inspect_command(
             console.print(_cache_events(found), highlight=False)
     if plot is not None:
         console.print(f"plot saved to {plot}", highlight=False, soft_wrap=True)
+    if code:
+        raise typer.Exit(code)

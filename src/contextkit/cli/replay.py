@@ -26,7 +26,7 @@ from contextkit.cli._app import (
     err_console,
     print_json,
 )
-from contextkit.cli._paths import select_paths
+from contextkit.cli._paths import read_outcome, select_paths
 from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
 from contextkit.errors import ContextkitError
@@ -336,8 +336,9 @@ def compare_command(
             on_done=lambda _: progress.advance(task),
         )
     errors = _show_compare(results, found.skipped, paths, plot, as_json, markdown, wide)
-    if errors:
-        raise typer.Exit(2)
+    code = read_outcome(len(results) - len(errors), len(errors))
+    if code:
+        raise typer.Exit(code)
 
 
 def _show_compare(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from contextkit.cli._app import FormatOption, app, console, print_json
-from contextkit.cli._paths import print_skipped, select_paths
+from contextkit.cli._paths import print_skipped, read_outcome, select_paths
 from contextkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -118,14 +118,17 @@ def report_command(
                 "failures": [{"path": f.path, "error": f.error} for f in data.failures],
             }
         )
-        return
-    failed = f", {len(data.failures)} not read (listed in the page)" if data.failures else ""
-    console.print(
-        f"wrote {output} ({size / 1024:,.0f} KiB, {len(data.sessions)} sessions{failed}) "
-        f"in {seconds:.1f} s",
-        highlight=False,
-        markup=False,
-    )
+    else:
+        failed = f", {len(data.failures)} not read (listed in the page)" if data.failures else ""
+        console.print(
+            f"wrote {output} ({size / 1024:,.0f} KiB, {len(data.sessions)} sessions{failed}) "
+            f"in {seconds:.1f} s",
+            highlight=False,
+            markup=False,
+        )
+    code = read_outcome(len(data.sessions), len(data.failures))
+    if code:
+        raise typer.Exit(code)
 
 
 __all__ = ["report_command"]

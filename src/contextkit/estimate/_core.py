@@ -95,6 +95,8 @@ class Tickets:
     tickets: tuple[Ticket, ...]
     skipped: tuple[SkippedRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    """Files found in a folder that could not be read (each also in ``notes``, with why)."""
 
 
 def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
@@ -127,6 +129,7 @@ def collect_tickets(
     subs: list[Session] = []
     skipped: list[SkippedRecord] = []
     notes: list[str] = []
+    unread: list[str] = []
     for path, named in _files(paths):
         try:
             loaded = load(path, lenient=lenient, format=format)
@@ -134,11 +137,14 @@ def collect_tickets(
             if named:
                 raise
             notes.append(f"not read (no reader recognises it): {exc.path}")
+            unread.append(str(exc.path))
             continue
-        except FormatError as exc:  # found in a folder and unreadable: named, and the rest read
-            if named or exc.line is not None:
-                raise
-            notes.append(f"not read ({exc.reason}): {exc.path}")
+        except FormatError as exc:  # named or found: listed with why, and the rest read
+            if exc.line is None:
+                notes.append(f"not read ({exc.reason}): {exc.path}")
+            else:
+                notes.append(f"not read: {exc} (--lenient skips bad records)")
+            unread.append(str(exc.path))
             continue
         skipped.extend(loaded.skipped)
         for read in loaded.sessions:
@@ -148,7 +154,7 @@ def collect_tickets(
                 estimated = estimated_outputs_note(one.calls)
                 if estimated and _recorded(one.calls) is not None:
                     notes.append(f"{one.path} ({one.session_id or 'session'}): {estimated}")
-    return Tickets(_group(mains, subs, notes), tuple(skipped), tuple(notes))
+    return Tickets(_group(mains, subs, notes), tuple(skipped), tuple(notes), tuple(unread))
 
 
 def _key(path: str) -> str:

@@ -77,6 +77,8 @@ class CostReport:
     recorded: FloatArray | None = None
     closed_form: dict[str, float] | None = None
     notes: tuple[str, ...] = field(default=())
+    unread: tuple[str, ...] = field(default=())
+    """Files found in a folder that could not be read (named in ``notes`` with why)."""
 
     def to_json(self) -> dict[str, Any]:
         simulated = summary(self.baseline)
@@ -256,7 +258,12 @@ def estimate_recordings(
     read = collect_tickets(paths, lenient=lenient, format=format, model=model)
     tickets = read.tickets
     if not tickets:
-        raise ConfigError("no session with model calls found in: " + ", ".join(map(str, paths)))
+        why = [n for n in read.notes if n.startswith("not read")]
+        raise ConfigError(
+            "no session with model calls found in: "
+            + ", ".join(map(str, paths))
+            + ("; " + "; ".join(why) if why else "")
+        )
     baseline, recorded = price_tickets(tickets, Change())
     rows = [WhatIf(c.label, price_tickets(tickets, c)[0]) for c in recording_changes(what, tickets)]
     notes = list(read.notes) + [f"{s.path}:{s.line}: skipped: {s.reason}" for s in read.skipped]
@@ -279,6 +286,7 @@ def estimate_recordings(
         what_ifs=tuple(rows),
         recorded=recorded,
         notes=tuple(notes),
+        unread=read.unread,
     )
 
 
