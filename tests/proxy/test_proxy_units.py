@@ -166,3 +166,35 @@ def test_the_record_folder_is_private_and_follows_no_link(tmp_path: Path) -> Non
     assert outside.read_text(encoding="utf-8") == "untouched"
     writer.write({"conversation": "c2", "request": "a prompt"})
     assert stat.S_IMODE((fresh / "c2.jsonl").stat().st_mode) == 0o600
+
+
+def test_stats_keep_a_row_per_recent_conversation_and_fold_the_rest() -> None:
+    """Rows for the ``max_conversations`` most recently active; older ones folded into one
+    ``evicted`` row, so the totals still count every exchange."""
+    from contextkit.proxy._stats import Stats  # noqa: PLC0415
+    from contextkit.session import Usage  # noqa: PLC0415
+
+    stats = Stats(max_conversations=2)
+    usage = Usage(input_tokens=10, output_tokens=2)
+    for key in ("a", "b", "a", "c", "d"):
+        stats.add(key, "claude-sonnet-4-5", usage, status=200, complete=True, edited=False)
+    doc = stats.to_json()
+    assert list(doc["conversations"]) == ["c", "d"]
+    assert doc["evicted"]["conversations"] == 2  # b, then a (a was used again after b)
+    assert doc["evicted"]["calls"] == 3
+    assert doc["total"]["calls"] == 5
+    assert doc["total"]["input_tokens"] == 50
+
+
+def test_the_conversation_bound_is_configured() -> None:
+    from contextkit.messages import parse_conversation  # noqa: PLC0415
+    from contextkit.proxy import Conversations  # noqa: PLC0415
+    from contextkit.strategies import EvictToolResults  # noqa: PLC0415
+    from contextkit.testing import FixedCounter  # noqa: PLC0415
+
+    conversations = Conversations(
+        EvictToolResults(keep_last=1), counter=FixedCounter(), max_conversations=3
+    )
+    for n in range(10):
+        conversations.apply(f"c{n}", "anthropic", parse_conversation(BODY))
+    assert len(conversations) == 3

@@ -48,6 +48,15 @@ MaxBodyOption = Annotated[
     typer.Option("--max-body-mb", help="Refuse request bodies over this (413).", min=0.001),
 ]
 
+MaxConversationsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-conversations",
+        help="Conversations whose state is kept (least recently used dropped); bounds memory.",
+        min=1,
+    ),
+]
+
 
 @app.command("proxy")
 def proxy_command(
@@ -61,6 +70,7 @@ def proxy_command(
     context_window: ContextWindowOption = 200_000,
     timeout_s: TimeoutSOption = 600.0,
     max_body_mb: MaxBodyOption = 32.0,
+    max_conversations: MaxConversationsOption = 512,
 ) -> None:
     """Forward Anthropic / OpenAI API calls, record them, apply a strategy, show their cost.
 
@@ -83,6 +93,7 @@ def proxy_command(
         context_window=context_window,
         timeout_s=timeout_s,
         max_body_mb=max_body_mb,
+        max_conversations=max_conversations,
     )
     from rich.markup import escape  # noqa: PLC0415  (rich loads only when a command prints)
 

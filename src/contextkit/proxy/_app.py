@@ -88,6 +88,11 @@ class ProxyConfig:
     context_window: int = 200_000
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
+    max_conversations: int = 512
+    """Conversations whose lanes (one engine each per thread of calls) and per-conversation
+    stats are kept; the least recently used beyond it are dropped (stats: folded into one
+    ``evicted`` row, so totals stay whole). The proxy's memory is bounded by this times the
+    largest history a conversation sends."""
     max_body_mb: float = 32.0
     """Request bodies over this many megabytes (10^6 bytes) get a 413 in the API's error shape,
     and are neither forwarded nor kept (the record says how large they were). 32: Anthropic's own
@@ -103,13 +108,14 @@ class Proxy:
         self.config = config
         self.upstream = config.upstream.rstrip("/")
         self.on_line = on_line
-        self.stats = Stats()
+        self.stats = Stats(max_conversations=config.max_conversations)
         self.writer = RecordWriter(config.record_dir) if config.record_dir else None
         self.conversations = (
             Conversations(
                 config.strategy,
                 budget_tokens=config.budget_tokens,
                 context_window=config.context_window,
+                max_conversations=config.max_conversations,
             )
             if config.strategy is not None
             else None

@@ -41,8 +41,8 @@ from contextkit.tokens import TokenCounter, counter_for
 MAX_LANES = 16
 """Lanes kept per conversation (least recently used dropped first)."""
 MAX_CONVERSATIONS = 512
-"""Conversations kept in memory (least recently used dropped first: one that comes back starts
-its view again from the history it sends)."""
+"""Conversations kept in memory by default (``ProxyConfig.max_conversations``; least recently
+used dropped first: one that comes back starts its view again from the history it sends)."""
 _SESSION_SUFFIX = re.compile(r"_session_([0-9A-Za-z-]+)$")
 _SAFE = re.compile(r"[^0-9A-Za-z._-]+")
 
@@ -188,6 +188,7 @@ class Conversations:
     budget_tokens: int = 150_000
     context_window: int = 200_000
     counter: TokenCounter | None = None
+    max_conversations: int = MAX_CONVERSATIONS
     _lanes: dict[str, list[_Lane]] = field(default_factory=dict)
     _made: int = 0
 
@@ -197,7 +198,7 @@ class Conversations:
         head, messages = _split(request)
         lanes = self._lanes.pop(key, [])
         self._lanes[key] = lanes  # most recently used last
-        while len(self._lanes) > MAX_CONVERSATIONS:
+        while len(self._lanes) > self.max_conversations:
             del self._lanes[next(iter(self._lanes))]
         fingerprints = [_fingerprint(m) for m in messages]
         lane = _extending(lanes, head, fingerprints)
@@ -230,6 +231,10 @@ class Conversations:
                 update[name] = value
         forwarded = request.model_copy(update=update)
         return forwarded, Edit(receipts, reset, lane.index, new), lane.index
+
+    def __len__(self) -> int:
+        """Conversations held."""
+        return len(self._lanes)
 
     def answered(
         self, key: str, lane_id: int, usage: Usage | None, stop: str | None, model: str | None

@@ -40,9 +40,23 @@ class ConversationStats:
 
 @dataclass
 class Stats:
-    """Running totals per conversation (the proxy's event loop is the only writer)."""
+    """Running totals per conversation (the proxy's event loop is the only writer): the
+    ``max_conversations`` most recently active each have a row; older ones are folded into
+    ``evicted`` (their sums, and how many), so the totals still count every exchange."""
 
     conversations: dict[str, ConversationStats] = field(default_factory=dict)
+    max_conversations: int = 512
+    evicted: ConversationStats = field(default_factory=ConversationStats)
+    evicted_conversations: int = 0
+
+    def _row(self, conversation: str) -> ConversationStats:
+        stats = self.conversations.pop(conversation, None) or ConversationStats()
+        self.conversations[conversation] = stats  # most recently active last
+        while len(self.conversations) > self.max_conversations:
+            oldest = next(iter(self.conversations))
+            _fold(self.evicted, self.conversations.pop(oldest))
+            self.evicted_conversations += 1
+        return stats
 
     def add(
         self,
@@ -55,7 +69,7 @@ class Stats:
         edited: bool,
     ) -> tuple[float | None, ConversationStats]:
         """Count one exchange; its cost (None: unknown, or no usage) and the conversation's sums."""
-        stats = self.conversations.setdefault(conversation, ConversationStats())
+        stats = self._row(conversation)
         stats.calls += 1
         stats.failed += status >= 400
         stats.incomplete += not complete
@@ -78,16 +92,26 @@ class Stats:
     def to_json(self) -> dict[str, Any]:
         rows = {k: asdict(v) for k, v in self.conversations.items()}
         totals = ConversationStats()
-        for row in self.conversations.values():
-            for name in ("calls", "failed", "incomplete", "edited", "input_tokens", "cache_read"):
-                setattr(totals, name, getattr(totals, name) + getattr(row, name))
-            totals.cache_write += row.cache_write
-            totals.output_tokens += row.output_tokens
-            totals.cost_usd += row.cost_usd
-            totals.unpriced_calls += row.unpriced_calls
+        for row in (*self.conversations.values(), self.evicted):
+            _fold(totals, row)
         total = asdict(totals)
         del total["models"]
-        return {"conversations": rows, "total": total}
+        out: dict[str, Any] = {"conversations": rows, "total": total}
+        if self.evicted_conversations:
+            evicted = asdict(self.evicted)
+            del evicted["models"]
+            out["evicted"] = {"conversations": self.evicted_conversations, **evicted}
+        return out
+
+
+def _fold(into: ConversationStats, row: ConversationStats) -> None:
+    """Add ``row``'s sums to ``into`` (models left out: per-conversation detail)."""
+    for name in ("calls", "failed", "incomplete", "edited", "input_tokens", "cache_read"):
+        setattr(into, name, getattr(into, name) + getattr(row, name))
+    into.cache_write += row.cache_write
+    into.output_tokens += row.output_tokens
+    into.cost_usd += row.cost_usd
+    into.unpriced_calls += row.unpriced_calls
 
 
 def console_line(
