@@ -144,3 +144,21 @@ def test_a_null_swe_agent_trajectory_or_history_is_reported(
         assert loaded.calls == clean.calls - 1  # the step past the history
     else:
         assert loaded.calls == clean.calls  # rebuilt from the steps, as for a file without one
+
+
+@pytest.mark.corpus
+def test_a_swe_agent_trajectory_step_that_is_not_an_object_is_reported(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Found by the fuzz run (seed 39, case 4: ``trajectory`` replaced by ``[1, [2]]``): the
+    steps past the history are calls, and with the steps gone the read had 2 calls of 5 and said
+    nothing. Each step that is not an object is now a bad record of its line."""
+    source = corpus / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj"
+    doc = json.loads(source.read_text())
+    doc["trajectory"] = [1, *doc["trajectory"][1:]]
+    path = tmp_path / source.name
+    path.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(FormatError, match="trajectory step 0 is not an object"):
+        load(path)
+    loaded = load(path, lenient=True)
+    assert [r.reason for r in loaded.skipped] == ["trajectory step 0 is not an object"]

@@ -119,6 +119,13 @@ def _read_run(doc: JsonDoc, keys: tuple[Key, ...], run_id: str, skips: Skips) ->
     if steps is not None and not isinstance(steps, list):
         skips.fail(f"{where}'trajectory' must be a list", doc.line_of(*keys, "trajectory"))
         return None
+    if steps:
+        lines = doc.element_lines(*keys, "trajectory")
+        for index, step in enumerate(steps):
+            if not isinstance(step, Mapping):  # a step lost: reported, never silently dropped
+                line = lines[index] if index < len(lines) else doc.line_of(*keys, "trajectory")
+                skips.fail(f"{where}trajectory step {index} is not an object", line)
+        steps = [step for step in steps if isinstance(step, Mapping)]
     for key in ("history", "trajectory"):
         if key in run and run[key] is None:
             # What the steps or messages held is gone: a loss to report, not an empty run.

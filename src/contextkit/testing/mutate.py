@@ -11,7 +11,13 @@ seed and index. The kinds (:data:`KINDS`) are what a hostile user or a broken di
 - ``deep_nesting``: a value replaced by arrays or objects nested thousands deep;
 - ``token_count``: a token count (any key holding ``token``) set to ``1e999``, ``NaN``, a negative
   number, a fraction, a huge integer, a string, a list or an object;
-- ``list_type``: a ``type`` or ``role`` value wrapped in a list (unhashable).
+- ``list_type``: a ``type`` or ``role`` value wrapped in a list (unhashable);
+- ``long_number``: a number (or, where there is none, any value) replaced by an integer of 5,000
+  digits, past Python's limit for converting one;
+- ``half_line``: the last line cut mid-way and left without its newline (a session still being
+  written, or one whose writer crashed);
+- ``utf8_bom``: a UTF-8 byte order mark before the first byte; ``utf16``: the whole file in
+  UTF-16 (an editor's "save as").
 
 Structural kinds work on JSON: a JSON-lines file has one line mutated; a JSON document one node.
 A file that is not JSON gets the byte-level kinds. :func:`shrink` cuts a file to its first records
@@ -36,10 +42,15 @@ KINDS: tuple[str, ...] = (
     "deep_nesting",
     "token_count",
     "list_type",
+    "long_number",
+    "half_line",
+    "utf8_bom",
+    "utf16",
 )
 _STRUCTURAL = frozenset(
-    {"lone_surrogate", "wrong_type", "deep_nesting", "token_count", "list_type"}
+    {"lone_surrogate", "wrong_type", "deep_nesting", "token_count", "list_type", "long_number"}
 )
+_BYTE_KINDS = ("truncate", "flip_bytes", "invalid_utf8", "drop_line", "duplicate_line")
 _BAD_COUNTS = ("1e999", "NaN", "-Infinity", "-7", "2.5", "1e30", str(2**80), '"12"', "[3]",
                '{"n": 1}', "true", "null")  # fmt: skip
 _OTHER_VALUES = ("null", "true", "0", "-1", "1.5", '""', '"x"', "[]", "{}", "[1, [2]]",
@@ -93,7 +104,8 @@ def mutations(data: bytes, *, seed: int, count: int) -> Iterator[tuple[str, byte
             if mutated is not None:
                 yield kind, mutated.encode()
                 continue
-        kind = rng.choice(("truncate", "flip_bytes", "invalid_utf8", "drop_line", "duplicate_line"))
+        if kind in _STRUCTURAL:
+            kind = rng.choice(_BYTE_KINDS)
         yield kind, _bytes(data, lines, kind, rng)
 
 
@@ -118,6 +130,15 @@ def _document(data: bytes) -> Any:
 
 
 def _bytes(data: bytes, lines: list[bytes], kind: str, rng: random.Random) -> bytes:
+    if kind == "utf8_bom":
+        return b"\xef\xbb\xbf" + data
+    if kind == "utf16":
+        return data.decode("utf-8", "surrogatepass").encode("utf-16", "surrogatepass")
+    if kind == "half_line":
+        body = data.rstrip(b"\n")
+        cut = body.rfind(b"\n") + 1  # the last line's start
+        last = body[cut:]
+        return body[:cut] + last[: max(len(last) // 2, 1)] if last else data
     if kind == "truncate" or not data:
         return data[: rng.randrange(len(data) + 1)]
     if kind == "flip_bytes":
@@ -147,6 +168,10 @@ def _mutate_json(doc: Any, kind: str, rng: random.Random) -> str | None:
     elif kind == "lone_surrogate":
         paths = _paths(doc, lambda _, value: isinstance(value, str))
         raw = ""
+    elif kind == "long_number":
+        numbers = _paths(doc, lambda _, value: isinstance(value, int | float))
+        paths = numbers or _paths(doc, lambda _, __: True)
+        raw = "9" * 5_000
     else:
         paths = _paths(doc, lambda _, __: True)
         raw = rng.choice(_OTHER_VALUES) if kind == "wrong_type" else _deep(rng)
