@@ -19,6 +19,7 @@ from contextkit.cli import inspect as _inspect  # noqa: F401  (registers command
 from contextkit.cli import proxy as _proxy  # noqa: F401  (registers commands)
 from contextkit.cli import replay as _replay  # noqa: F401  (registers commands)
 from contextkit.cli import report as _report  # noqa: F401  (registers commands)
+from contextkit.cli import usage as _usage  # noqa: F401  (registers commands)
 from contextkit.cli import validate as _validate  # noqa: F401  (registers commands)
 from contextkit.cli._app import app, console_error, err_console
 from contextkit.errors import ContextkitError, FormatError, MixedFormatError, UnknownFormatError
