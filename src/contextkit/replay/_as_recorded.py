@@ -4,6 +4,8 @@ cost and its own summaries probed like a strategy's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from contextkit.accounting import price_session, session_counter
 from contextkit.messages import Receipt
 from contextkit.pricing import ModelPrice
@@ -29,7 +31,11 @@ def replay_as_recorded(
     none: list[tuple[Receipt, ...]] = [() for _ in session.calls]
     accepted = [c.usage is not None for c in session.calls]
     recall = [CallRecall(0, 0, ())] * len(session.calls)
-    rows = rows_of(session, ledger, none, recall, window, accepted=accepted)
+    shown = ledger  # with recorded usage, the rows are the bill, as the session's row is
+    if ledger.recorded is not None:
+        billed = ledger.recorded
+        shown = replace(ledger, simulated=billed, context_tokens=billed.total_input)
+    rows = rows_of(session, shown, none, recall, window, accepted=accepted)
     harness, harness_simulated, harness_notes = _harness_compactions(session)
     return Replay(
         harness_usd=harness,
