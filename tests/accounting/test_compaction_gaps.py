@@ -89,29 +89,46 @@ def test_a_view_without_the_summary_carries_no_gap() -> None:
     assert got[4] == 130  # the reply, its follow-up, the next reply and message: no gap
 
 
-def test_a_resume_measures_the_hidden_system_prompt_again() -> None:
-    """Call 3 follows a resume (a system-level reset): the hidden prefix, 5,000 tokens at call 1,
-    is 3,000 from there on, as that call's usage shows; the messages are written again."""
+def resumed(calls: int, resume: int, compact: int | None = None, restored: int = 0) -> Session:
+    """A prompt, then a 100-word message per call; the hidden prefix is 5,000 tokens until call
+    ``resume`` (a system-level reset) and 3,000 from it on; at call ``compact`` (if any) the
+    history restarts from a 300-word summary, and the harness sent ``restored`` tokens after it
+    that the file omits."""
     history: list[Message] = []
-    calls = []
-    for k in range(5):
+    out = []
+    for k in range(calls):
+        if k == compact:
+            history = [text(300, "s")]
         history.append(text(1200 if k == 0 else 100, f"q{k}"))
-        hidden = 5000 if k < 3 else 3000
+        hidden = 5000 if k < resume else 3000
+        extra = restored if compact is not None and k >= compact else 0
         held = sum(
             len(b.text.split()) for m in history for b in m.blocks if isinstance(b, TextBlock)
         )
-        calls.append(
+        out.append(
             Call(
                 request=Conversation(model="claude-sonnet-4-5", messages=tuple(history)),
                 response=reply(f"r{k}"),
                 timestamp=T0 + timedelta(seconds=10 * k),
-                usage=Usage(cache_write_5m=hidden + held, output_tokens=10),
-                cache_reset="system" if k == 3 else None,
+                usage=Usage(cache_write_5m=hidden + held + extra, output_tokens=10),
+                cache_reset="system" if k == resume else None,
             )
         )
-        history.append(calls[-1].response)  # type: ignore[arg-type]
-    recorded = Session(path="<r>", format="claude-code", calls=tuple(calls), prefix_known=False)
-    ledger = price_session(recorded, WordCounter(), PRICE, misses=NO_MISSES)
+        history.append(out[-1].response)  # type: ignore[arg-type]
+    compactions = () if compact is None else (compact,)
+    return Session(
+        path="<r>",
+        format="claude-code",
+        calls=tuple(out),
+        prefix_known=False,
+        compactions=compactions,
+    )
+
+
+def test_a_resume_measures_the_hidden_system_prompt_again() -> None:
+    """Call 3 follows a resume (a system-level reset): the hidden prefix, 5,000 tokens at call 1,
+    is 3,000 from there on, as that call's usage shows; the messages are written again."""
+    ledger = price_session(resumed(5, resume=3), WordCounter(), PRICE, misses=NO_MISSES)
     assert ledger.recorded is not None
     assert ledger.context_tokens.tolist() == ledger.recorded.total_input.tolist()
     assert any("-2,000 tokens at call 3" in note for note in ledger.notes)
@@ -126,31 +143,7 @@ def test_a_compaction_after_a_resume_is_measured_against_the_resumed_prefix() ->
     of call 1, the gap came out 2,000 tokens short (-500: none) and every call after the
     compaction was simulated 1,500 tokens under its bill (entire-claude s-89: 7,070 tokens under,
     -15% at the compaction); against the resumed prefix every call matches its bill."""
-    summary = text(300, "s")
-    history: list[Message] = []
-    calls = []
-    for k in range(6):
-        if k == 4:
-            history = [summary]
-        history.append(text(1200 if k == 0 else 100, f"q{k}"))
-        hidden = 5000 if k < 2 else 3000
-        restored = 1500 if k >= 4 else 0
-        held = sum(
-            len(b.text.split()) for m in history for b in m.blocks if isinstance(b, TextBlock)
-        )
-        calls.append(
-            Call(
-                request=Conversation(model="claude-sonnet-4-5", messages=tuple(history)),
-                response=reply(f"r{k}"),
-                timestamp=T0 + timedelta(seconds=10 * k),
-                usage=Usage(cache_write_5m=hidden + held + restored, output_tokens=10),
-                cache_reset="system" if k == 2 else None,
-            )
-        )
-        history.append(calls[-1].response)  # type: ignore[arg-type]
-    recorded = Session(
-        path="<r>", format="claude-code", calls=tuple(calls), prefix_known=False, compactions=(4,)
-    )
+    recorded = resumed(6, resume=2, compact=4, restored=1500)
     ledger = price_session(recorded, WordCounter(), PRICE, misses=NO_MISSES)
     assert ledger.recorded is not None
     got, billed = ledger.context_tokens.tolist(), ledger.recorded.total_input.tolist()

@@ -8,37 +8,39 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from contextkit.cli import app
 
 runner = CliRunner()
 
 
-def _folder(corpus: Path, tmp_path: Path, *, good: bool = True) -> Path:
-    """A folder with a Claude Code session whose line 3 is damaged, and (``good``) a sound one."""
+def _folder(corpus: Path, tmp_path: Path) -> Path:
+    """A folder with a Claude Code session whose line 3 is damaged, and a sound one."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     source = corpus / "spotter" / "tool_heavy.jsonl"
-    if good:
-        shutil.copy(source, folder / "good.jsonl")
+    shutil.copy(source, folder / "good.jsonl")
     lines = source.read_text(encoding="utf-8").split("\n")
     lines[2] = '{"type": "assistant", "message": {"role": "assistant", "content": 7}'
     (folder / "bad.jsonl").write_text("\n".join(lines), encoding="utf-8")
     return folder
 
 
+def _said(result: Result) -> str:
+    return " ".join((result.stdout + result.stderr).split())
+
+
 @pytest.mark.corpus
-@pytest.mark.parametrize("command", ["inspect", "compare", "cost"])
-def test_some_unreadable_is_exit_1_with_the_rest_reported(
-    corpus: Path, tmp_path: Path, command: str
-) -> None:
+@pytest.mark.parametrize("command", ["inspect", "compare", "cost", "usage"])
+def test_exit_codes_tell_all_some_and_none_read(corpus: Path, tmp_path: Path, command: str) -> None:
     folder = _folder(corpus, tmp_path)
+    # Some unreadable: exit 1, the file named with why, the rest reported.
     result = runner.invoke(app, [command, "--json", str(folder)])
     assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
-    if command == "inspect":
-        assert len(doc["sessions"]) == 1
+    if command in ("inspect", "usage"):
+        assert len(doc["sessions"] if command == "inspect" else doc["rows"]) == 1
         (unread,) = doc["not_read"]
         assert unread["path"].endswith("bad.jsonl")
         assert "bad.jsonl:3:" in unread["error"]
@@ -51,28 +53,16 @@ def test_some_unreadable_is_exit_1_with_the_rest_reported(
         assert any("not read" in n and "bad.jsonl" in n for n in doc["notes"])
     shown = runner.invoke(app, [command, str(folder)])
     assert shown.exit_code == 1
-    assert "bad.jsonl" in " ".join((shown.stdout + shown.stderr).split())  # cost: in its notes
-
-
-@pytest.mark.corpus
-@pytest.mark.parametrize("command", ["inspect", "compare", "cost"])
-def test_nothing_read_is_exit_2(corpus: Path, tmp_path: Path, command: str) -> None:
-    folder = _folder(corpus, tmp_path, good=False)
-    result = runner.invoke(app, [command, str(folder)])
-    assert result.exit_code == 2, result.output
-    assert "bad.jsonl" in " ".join(result.stderr.split())
-
-
-@pytest.mark.corpus
-@pytest.mark.parametrize("command", ["inspect", "compare", "cost"])
-def test_all_read_is_exit_0_and_lenient_reads_the_damaged_file(
-    corpus: Path, tmp_path: Path, command: str
-) -> None:
-    folder = _folder(corpus, tmp_path)
-    result = runner.invoke(app, [command, "--lenient", str(folder)])
-    assert result.exit_code == 0, result.output
-    said = " ".join((result.stdout + result.stderr).split())
-    assert "bad.jsonl:3" in said  # its skipped record, listed
+    assert "bad.jsonl" in _said(shown)  # cost: in its notes
+    # All read (leniently: the damaged record skipped and listed): exit 0.
+    lenient = runner.invoke(app, [command, "--lenient", str(folder)])
+    assert lenient.exit_code == 0, lenient.output
+    assert "bad.jsonl:3" in _said(lenient)
+    # None read: exit 2.
+    (folder / "good.jsonl").unlink()
+    nothing = runner.invoke(app, [command, str(folder)])
+    assert nothing.exit_code == 2, nothing.output
+    assert "bad.jsonl" in _said(nothing)
 
 
 @pytest.mark.corpus
