@@ -24,7 +24,7 @@ and lists the records it skipped.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ from contextkit.errors import ContextkitError, FormatError
 
 if TYPE_CHECKING:
     from contextkit.formats import Discovered
+    from contextkit.session import LoadedFile
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,33 @@ def print_skipped(skipped: Sequence[tuple[str, str]]) -> None:
         err_console.print(
             f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True
         )
+
+
+def each_loaded(
+    paths: Sequence[Path],
+    unread: list[tuple[str, str]],
+    *,
+    lenient: bool = False,
+    format_name: str | None = None,
+) -> Iterator[tuple[Path, LoadedFile]]:
+    """Each file of ``paths`` read (with the ``format_name`` reader, else detected), its skipped
+    records listed on stderr; a file that cannot be read is added to ``unread`` with why."""
+    from rich.markup import escape  # noqa: PLC0415  (rich loads only when something prints)
+
+    from contextkit.formats import load  # noqa: PLC0415  (loads the readers)
+
+    for path in paths:
+        try:
+            loaded = load(path, lenient=lenient, format=format_name)
+        except FormatError as exc:
+            unread.append((str(path), unread_reason(exc)))
+            continue
+        for skip in loaded.skipped:
+            err_console.print(
+                f"[yellow]skipped[/] {escape(skip.path)}:{skip.line}: {escape(skip.reason)}",
+                highlight=False,
+            )
+        yield path, loaded
 
 
 def read_outcome(read: int, unread: int) -> int:

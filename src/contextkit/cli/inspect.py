@@ -34,15 +34,14 @@ from contextkit.cli._app import (
     print_json,
 )
 from contextkit.cli._paths import (
+    each_loaded,
     print_skipped,
     print_unread,
     read_outcome,
     select_paths,
-    unread_reason,
 )
 from contextkit.cli._tables import WideOption
 from contextkit.cli.fleet import FleetOptions, run_fleet_command, with_fleet_options
-from contextkit.errors import FormatError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -70,23 +69,13 @@ def inspect_files(
     is the model of calls whose file names none (as ``--model`` in every command);
     ``what_if_model`` re-prices every call as that model."""
     from contextkit.accounting import inspect_session  # noqa: PLC0415  (loads in the command)
-    from contextkit.formats import load  # noqa: PLC0415
     from contextkit.replay import with_default_model  # noqa: PLC0415
 
     reports: list[SessionReport] = []
     unread: list[tuple[str, str]] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for path in paths:
-            try:
-                loaded = load(path, lenient=lenient, format=format)
-            except FormatError as exc:
-                unread.append((str(path), unread_reason(exc)))
-                continue
-            for skip in loaded.skipped:
-                err_console.print(
-                    f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
-                )
+        for _, loaded in each_loaded(paths, unread, lenient=lenient, format_name=format):
             for top in loaded.sessions:
                 reports.extend(
                     inspect_session(with_default_model(s, model), model=what_if_model)

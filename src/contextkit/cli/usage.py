@@ -32,14 +32,13 @@ from contextkit.cli._app import (
     print_json,
 )
 from contextkit.cli._paths import (
+    each_loaded,
     print_skipped,
     print_unread,
     read_outcome,
     select_paths,
-    unread_reason,
 )
 from contextkit.cli._tables import WideOption
-from contextkit.errors import FormatError
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -169,23 +168,13 @@ def _rows(
     paths: list[Path], lenient: bool, format_name: str | None, model: str | None
 ) -> tuple[list[UsageRow], list[tuple[str, str]]]:
     from contextkit.accounting import usage_rows  # noqa: PLC0415
-    from contextkit.formats import load  # noqa: PLC0415
     from contextkit.replay import with_default_model  # noqa: PLC0415
 
     rows: list[UsageRow] = []
     unread: list[tuple[str, str]] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for path in paths:
-            try:
-                loaded = load(path, lenient=lenient, format=format_name)
-            except FormatError as exc:
-                unread.append((str(path), unread_reason(exc)))
-                continue
-            for skip in loaded.skipped:
-                err_console.print(
-                    f"[yellow]skipped[/] {skip.path}:{skip.line}: {skip.reason}", highlight=False
-                )
+        for path, loaded in each_loaded(paths, unread, lenient=lenient, format_name=format_name):
             project = project_of(path)
             for top in loaded.sessions:
                 for session in top.all_sessions():
