@@ -162,3 +162,23 @@ def test_a_swe_agent_trajectory_step_that_is_not_an_object_is_reported(
         load(path)
     loaded = load(path, lenient=True)
     assert [r.reason for r in loaded.skipped] == ["trajectory step 0 is not an object"]
+
+
+@pytest.mark.corpus
+def test_swe_agent_calls_its_own_totals_count_and_it_does_not_hold_are_named(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Found by the 20,000-case fuzz run (seed 1039, case 248: a flipped byte renamed the
+    ``trajectory`` key): the steps past the history are gone, and the file reads as a history of
+    fewer calls than its ``model_stats`` counts. The note says how many it does not hold."""
+    source = corpus / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.traj"
+    doc = json.loads(source.read_text())
+    doc["tsajectory"] = doc.pop("trajectory")
+    path = tmp_path / source.name
+    path.write_text(json.dumps(doc, indent=2))
+    (session,) = load(path).sessions
+    assert len(session.calls) == 4
+    assert (
+        "model_stats counts 5 API calls, the history shows 4: 1 call(s) the file does not hold"
+        in (session.notes)
+    )

@@ -55,6 +55,8 @@ from contextkit.session import Call, LoadedFile, Session
 NAME = "swe-agent"
 _STEP_KEYS = {"action", "observation", "response", "thought", "query", "state"}
 _RUN_KEYS = {"history", "trajectory", "attempts"}
+MISSING_CALLS = "call(s) the file does not hold"
+"""How a note counts the calls the file's own totals say were made and the file does not hold."""
 
 
 def _looks_like_run(seen: Peek) -> bool:
@@ -152,7 +154,10 @@ class _RunInfo:
         notes = [*self.notes, *fields.pop("notes", ())]
         stats = _api_calls(self.run.get("info"))
         if stats is not None and stats != len(calls) and fields.get("parent_session_id") is None:
-            notes.append(f"model_stats counts {stats} API calls, the history shows {len(calls)}")
+            note = f"model_stats counts {stats} API calls, the history shows {len(calls)}"
+            if stats > len(calls):  # responses the file does not hold: a loss, said as one
+                note += f": {stats - len(calls)} {MISSING_CALLS}"
+            notes.append(note)
         return Session(
             path=str(self.doc.path), format=NAME, calls=calls, notes=tuple(notes), **fields
         )
