@@ -96,9 +96,14 @@ def _handler(server: DripUpstream) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-            body = json.loads(raw)
+            try:
+                body = json.loads(raw)
+                first = _first_text(body)
+            except (ValueError, RecursionError, KeyError, IndexError, TypeError, AttributeError):
+                problem = {"type": "invalid_request_error", "message": "not a valid request"}
+                self._json(400, {"type": "error", "error": problem})
+                return
             index = server.next_index()
-            first = _first_text(body)
             fault = first.split(":", 1)[1].split()[0] if first.startswith("fault:") else ""
             if fault in ERRORS:
                 kind, message = ERRORS[fault]

@@ -1,15 +1,19 @@
-"""Load and faults: ``contextkit proxy`` (the command, in its own process) under 32 concurrent
-streaming conversations for a bounded time, while the upstream answers 429 / 500 / 529, times out,
-cuts a stream mid-way, and a client goes away mid-stream.
+"""Load and faults: ``contextkit proxy`` (the command, in its own process) under 64 concurrent
+streaming conversations for 20 s (32 for 3 s outside CI), while the upstream answers 429 / 500 /
+529, times out, cuts a stream mid-way, a client goes away mid-stream, and clients send bodies the
+proxy cannot parse (not JSON, a number of 5,000 digits, nesting 100,000 deep). Every request
+carries credentials (an API key, a bearer token, a session cookie).
 
 Every exchange is recorded exactly once, complete or marked incomplete with the reason; no line is
-lost or corrupt; the proxy keeps serving afterwards. Printed (``pytest -s``): the added latency per
+lost or corrupt; no credential value reaches a record; the proxy keeps serving afterwards; every
+record file reads back. Printed (``pytest -s``): the added latency per
 call against the same load sent to the upstream directly (median, p99), and the proxy's memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -30,8 +34,21 @@ from proxy_helper import check_files, records
 from proxy_upstream import DripUpstream
 
 pytestmark = pytest.mark.slow
-CONVERSATIONS = 32
-LOAD_S = 3.0
+FULL = bool(os.environ.get("CI"))
+CONVERSATIONS = 64 if FULL else 32
+LOAD_S = 20.0 if FULL else 3.0
+CREDENTIALS = {
+    "x-api-key": "sk-ant-test-load-key",
+    "authorization": "Bearer sk-openai-test-load-token",
+    "cookie": "session-cookie=1; other=2",
+}
+"""Sent with every request; none of these values may reach a record (proxy_helper.SECRETS
+covers their stems)."""
+MALFORMED = {
+    "not json": b"{not json at all",
+    "long number": b'{"model": "m", "max_tokens": ' + b"9" * 5_000 + b', "messages": []}',
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+}
 MODEL = "claude-sonnet-4-5"
 FAULTS = ("429", "500", "529", "slow", "cut", "disconnect")
 
@@ -113,18 +130,35 @@ async def _fault(client: httpx.AsyncClient, base: str, kind: str) -> tuple[str, 
     return kind, answer.status_code, text
 
 
+async def _malformed(client: httpx.AsyncClient, base: str, kind: str) -> tuple[str, int, str]:
+    answer = await client.post(
+        base + "/v1/messages", content=MALFORMED[kind], headers={"content-type": "application/json"}
+    )
+    return kind, answer.status_code, answer.text
+
+
 async def _load(
     base: str, seconds: float, faults: bool
 ) -> tuple[list[float], list[tuple[str, int, str]]]:
-    limits = httpx.Limits(max_connections=100)
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+    limits = httpx.Limits(max_connections=CONVERSATIONS + 36)
+    async with httpx.AsyncClient(timeout=60, limits=limits, headers=CREDENTIALS) as client:
         until = time.monotonic() + seconds
         talks = [
             _conversation(client, base, f"conversation {i}", until) for i in range(CONVERSATIONS)
         ]
         trouble = [_fault(client, base, k) for k in FAULTS] if faults else []
+        trouble += [_malformed(client, base, k) for k in MALFORMED] if faults else []
         talked, failed = await asyncio.gather(asyncio.gather(*talks), asyncio.gather(*trouble))
     return [x for result in talked for x in result], list(failed)
+
+
+def _first(record: dict[str, Any]) -> str:
+    """The first message's text of a recorded request ('' for a body the proxy could not
+    parse, recorded as its text)."""
+    request = record["request"]
+    if not isinstance(request, dict):
+        return ""
+    return str(request["messages"][0]["content"])
 
 
 def _rss_mb(pid: int) -> float:
@@ -136,11 +170,7 @@ def _rss_mb(pid: int) -> float:
 
 def _check_faults(recorded: list[dict[str, Any]]) -> None:
     """Each fault recorded with what happened to it."""
-    outcome = {
-        r["request"]["messages"][0]["content"]: r
-        for r in recorded
-        if r["request"]["messages"][0]["content"].startswith("fault:")
-    }
+    outcome = {_first(r): r for r in recorded if _first(r).startswith("fault:")}
     for code in ("429", "500", "529"):
         assert outcome[f"fault:{code}"]["status"] == int(code)
         assert outcome[f"fault:{code}"]["response"]["type"] == "error"
@@ -152,6 +182,20 @@ def _check_faults(recorded: list[dict[str, Any]]) -> None:
     assert gone["complete"] is False
     assert gone["error"] == "client disconnected"
     assert gone["duration_ms"] < 8_000  # the proxy stopped relaying, long before the stream's end
+
+
+def _check_unparsed_and_secrets(recorded: list[dict[str, Any]]) -> None:
+    """The bodies the proxy could not parse, recorded once each with the upstream's refusal;
+    every other exchange but the faults complete with its usage; no credential value anywhere in
+    any record."""
+    unparsed = [r for r in recorded if not isinstance(r["request"], dict)]
+    assert len(unparsed) == len(MALFORMED)
+    assert all(r["status"] == 400 for r in unparsed)
+    normal = [r for r in recorded if _first(r) and not _first(r).startswith("fault:")]
+    assert all(r["complete"] and r["status"] == 200 and r["usage"] for r in normal)
+    for record in recorded:
+        text = json.dumps(record)
+        assert not any(value in text for value in CREDENTIALS.values())
 
 
 def _cpu_s(pid: int) -> float:
@@ -181,10 +225,13 @@ def test_load_and_faults(
     assert by_kind["529"][0] == 529
     assert by_kind["slow"][0] == 504
     assert "event: error" in by_kind["cut"][1]  # the SDKs raise on it
+    for kind in MALFORMED:  # forwarded as sent: the upstream's answer, in the API's shape
+        assert by_kind[kind][0] == 400, kind
+        assert '"invalid_request_error"' in by_kind[kind][1]
     # The proxy keeps serving.
     after, _ = asyncio.run(_load(url, 0.2, faults=False))
     assert after
-    sent = len(through) + len(FAULTS) + len(after)
+    sent = len(through) + len(FAULTS) + len(MALFORMED) + len(after)
     folder = root / "rec"
     deadline = time.monotonic() + 10
     while sum(len(p.read_text().splitlines()) for p in folder.glob("*.jsonl")) < sent:
@@ -195,20 +242,20 @@ def test_load_and_faults(
     recorded = records(folder)
     assert len(recorded) == sent
     assert len({r["id"] for r in recorded}) == sent
-    conversations = Counter(r["request"]["messages"][0]["content"] for r in recorded)
+    conversations = Counter(_first(r) for r in recorded)
     assert sum(conversations[f"conversation {i}"] for i in range(CONVERSATIONS)) == len(
         through
     ) + len(after)
     _check_faults(recorded)
-    normal = [
-        r for r in recorded if not r["request"]["messages"][0]["content"].startswith("fault:")
-    ]
-    assert all(r["complete"] and r["status"] == 200 and r["usage"] for r in normal)
+    _check_unparsed_and_secrets(recorded)
     # Every file reads back; failed exchanges stay calls without a response, with a note.
     for path in folder.glob("*.jsonl"):
         session = load(path).sessions[0]
-        assert session.calls
+        unparsed_here = session.set_aside.get("unparsed request", 0)
+        assert session.calls or unparsed_here, path.name
+        assert sum("not JSON" in n for n in session.notes) == unparsed_here
     stats = httpx.get(url + "/stats").json()["total"]
+    assert stats["failed"] == 3 + len(MALFORMED) + 1  # 429, 500, 529; the bodies; the timeout
     assert stats["calls"] == sent
     assert stats["incomplete"] == 3
     d_median, d_p99 = _figures(direct)

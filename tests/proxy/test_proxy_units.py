@@ -198,3 +198,17 @@ def test_the_conversation_bound_is_configured() -> None:
     for n in range(10):
         conversations.apply(f"c{n}", "anthropic", parse_conversation(BODY))
     assert len(conversations) == 3
+
+
+def test_a_recorded_body_the_proxy_could_not_parse_reads_back_as_no_call() -> None:
+    """The proxy records a body it cannot parse as its text; the upstream refused it. Reading the
+    record back failed the whole file ("'forwarded' must be the request body"); it is no model
+    call, counted apart with a note. A 2xx answer to such a body is still a bad record."""
+    from contextkit.formats.proxy_record import call_from_record  # noqa: PLC0415
+
+    record = {"contextkit_proxy": 1, "api": "anthropic", "request": "{not json", "status": 400}
+    call, note = call_from_record(record, 7)
+    assert call is None
+    assert note == "line 7: a request body that is not JSON (HTTP 400): no model call"
+    with pytest.raises(ValueError, match="must be the request body"):
+        call_from_record({**record, "status": 200, "complete": True}, 7)

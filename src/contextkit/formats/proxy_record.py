@@ -18,7 +18,8 @@ Contract:
   out) or did not complete (a stream cut, a client gone) is kept as a call without a response or
   usage, and a session note says why, with its line.
 - Other exchanges (``count_tokens``, any other path) are counted in ``set_aside`` as
-  ``"METHOD /path"``.
+  ``"METHOD /path"``. A request whose body the proxy could not parse (recorded as its text) and
+  the upstream refused is no model call: counted as ``"unparsed request"``, with a note.
 - A line that is not a proxy record, or whose bodies cannot be read, is a :class:`FormatError`
   naming the line; ``lenient=True`` skips it and lists it.
 """
@@ -119,10 +120,12 @@ def call_from_record(
     body = record.get("forwarded")
     if body is None:  # forwarded as received
         body = record.get("request")
+    failure = _failure(record)
     if not isinstance(body, Mapping):
+        if failure is not None and isinstance(body, str):  # the proxy could not parse it
+            return None, f"line {line}: a request body that is not JSON ({failure}): no model call"
         raise ValueError("'forwarded' must be the request body (an object)")
     conversation = parse_request(body, reuse)
-    failure = _failure(record)
     response = record.get("response")
     parsed = ParsedResponse()
     if failure is None:
@@ -167,7 +170,9 @@ class _ProxyRecordReader:
                 continue
             session_id = session_id or _str(record.get("conversation"))
             if call is None:
-                set_aside[f"{record.get('method')} {str(record.get('path')).split('?')[0]}"] += 1
+                kind = f"{record.get('method')} {str(record.get('path')).split('?')[0]}"
+                set_aside["unparsed request" if note else kind] += 1
+                notes.extend([note] if note else [])
                 continue
             calls.append(call)
             if note:
