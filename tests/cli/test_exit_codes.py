@@ -75,3 +75,28 @@ def test_report_some_unreadable_is_exit_1(corpus: Path, tmp_path: Path) -> None:
     assert doc["sessions"] >= 1
     assert [f["path"].endswith("bad.jsonl") for f in doc["failures"]] == [True]
     assert out.exists()
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("command", ["inspect", "compare", "cost", "usage", "report"])
+def test_a_half_written_transcript_is_read_up_to_its_last_full_line(
+    corpus: Path, tmp_path: Path, command: str
+) -> None:
+    """A session still being written (its last line cut, no newline) beside a sound one: exit 0,
+    strict as well, the file read up to the line before and named in a note (report: it listed
+    the skipped record as a file not read, and now would have exited 1)."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shutil.copy(corpus / "packmind-claude" / "s-cc-3a3c81d623-0.jsonl", folder / "done.jsonl")
+    data = (corpus / "spotter" / "tool_heavy.jsonl").read_bytes().rstrip(b"\n")
+    cut = data.rfind(b"\n") + 1
+    (folder / "running.jsonl").write_bytes(data[: cut + 60])
+    extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    result = runner.invoke(app, [command, str(folder), *extra])
+    assert result.exit_code == 0, result.output
+    if command != "report":
+        assert "the last line is unfinished (in progress" in _said(result)
+    else:
+        page = (tmp_path / "r.html").read_text(encoding="utf-8")
+        assert "Records skipped (1)" in page
+        assert "running.jsonl" in page

@@ -116,6 +116,9 @@ def report_command(
                 "sessions": len(data.sessions),
                 "calls": sum(s.calls for s in data.sessions),
                 "failures": [{"path": f.path, "error": f.error} for f in data.failures],
+                "skipped_records": [
+                    {"record": f.path, "reason": f.error} for f in data.skipped_records
+                ],
             }
         )
     else:

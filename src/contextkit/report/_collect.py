@@ -131,6 +131,8 @@ class ReportData:
     failures: tuple[Failure, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
     """(path, reason) of folder files no reader recognises."""
+    skipped_records: tuple[Failure, ...] = ()
+    """Records a read file's reader skipped (``file:line``, why): the rest of the file is in."""
     what_ifs: dict[str, Any] | None = None
     """:meth:`contextkit.estimate.CostReport.to_json` of the sessions and the what-ifs."""
     strategies: tuple[dict[str, Any], ...] | None = None
@@ -295,6 +297,7 @@ class _Reading:
     sessions: list[SessionFacts] = field(default_factory=list)
     tickets: list[Ticket] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    skipped_records: list[Failure] = field(default_factory=list)
     loaded: list[Path] = field(default_factory=list)
 
 
@@ -307,7 +310,7 @@ def _read(files: Sequence[Path], roots: Sequence[Path], lenient: bool, fmt: str 
             out.failures.append(Failure(str(path), str(exc)))
             continue
         out.loaded.append(path)
-        out.failures.extend(
+        out.skipped_records.extend(
             Failure(f"{s.path}:{s.line}", f"record skipped: {s.reason}") for s in loaded.skipped
         )
         base, project = _display(path, roots), project_of(path, roots)
@@ -351,6 +354,7 @@ def build_report(
         inputs=inputs,
         sessions=tuple(sorted(reading.sessions, key=_cost_key)),
         failures=tuple(reading.failures),
+        skipped_records=tuple(reading.skipped_records),
         skipped=tuple(skipped),
         what_ifs=whatif,
         strategies=compared,

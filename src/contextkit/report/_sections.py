@@ -38,18 +38,29 @@ def contents(data: ReportData) -> str:
 
 
 def failures(data: ReportData) -> str:
-    if not data.failures and not data.skipped:
+    if not data.failures and not data.skipped and not data.skipped_records:
         return ""
     rows = [
         (f"<code>{e(f.path)}</code>", f'<span class="bad">{e(f.error)}</span>')
         for f in data.failures
     ]
     rows += [(f"<code>{e(p)}</code>", e(f"not a session file: {r}")) for p, r in data.skipped]
-    return (
-        f"<h2 id=failures>Not read ({len(data.failures)} failed, {len(data.skipped)} skipped)</h2>"
-        '<p class="note">These files are left out of every figure below.</p>'
-        + table(("file", "why"), rows)
-    )
+    out = ""
+    if rows:
+        out += (
+            f"<h2 id=failures>Not read ({len(data.failures)} failed, {len(data.skipped)} "
+            "skipped)</h2>"
+            '<p class="note">These files are left out of every figure below.</p>'
+            + table(("file", "why"), rows)
+        )
+    if data.skipped_records:
+        records = [(f"<code>{e(f.path)}</code>", e(f.error)) for f in data.skipped_records]
+        out += (
+            f"<h3>Records skipped ({len(records)})</h3>"
+            '<p class="note">Their files were read without them; the rest of each file is in '
+            "the figures.</p>" + table(("record", "why"), records)
+        )
+    return out
 
 
 def sessions_table(data: ReportData) -> str:
