@@ -299,50 +299,57 @@ import json, os, resource, sys
 from contextkit.engine import AuditError, ContextEngine
 from contextkit.testing import assistant, user
 
-audit = sys.argv[1]
-engine = ContextEngine(model="m", audit_path=audit)
-engine.add(user("task " * 100))
-engine.prepare()
-engine.record(assistant("one"))
+audit, checkpoint = sys.argv[1], sys.argv[1] + ".ckpt"
+engine = ContextEngine(model="m", audit_path=audit, checkpoint_path=checkpoint)
+for turn in range(6):  # the audit logs every request whole: it outgrows the checkpoint
+    engine.add(user(f"task {turn} " * 300))
+    engine.prepare()
+    engine.record(assistant(f"answer {turn}"))
 out = {"lines": [], "error": None}
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(audit) + 100, hard))
 engine.add(user("more " * 100))
 engine.prepare()
+before = os.path.getsize(checkpoint)
+assert before + 5_000 < os.path.getsize(audit)  # room for the checkpoint's save, not the line
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(audit) + 100, hard))
 try:
     engine.record(assistant("two"))
 except AuditError as exc:
     out["error"] = str(exc)
+    out["undone"] = exc.undone
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 out["calls"] = len(engine.calls)
-out["size"] = os.path.getsize(audit)
-try:
-    engine.record(assistant("two"))
-except Exception as exc:
-    out["again"] = str(exc)
+out["checkpoint_as_before"] = os.path.getsize(checkpoint) == before
+engine.record(assistant("two"))  # the retry works
 engine.add(user("last"))
 engine.prepare()
 engine.record(assistant("three"))
 with open(audit, encoding="utf-8") as fh:
     out["lines"] = [json.loads(line)["call"] for line in fh]
+resumed, _ = ContextEngine.resume(checkpoint)
+out["resumed_calls"] = len(resumed.calls)
 print(json.dumps(out))
 """
 
 
-def test_an_audit_log_that_cannot_be_written_is_a_clear_error_and_leaves_no_torn_line(
+def test_an_audit_log_that_cannot_be_written_undoes_the_call_and_the_retry_works(
     tmp_path: Path,
 ) -> None:
-    """Disk full while writing the audit log: a clear error saying the call is recorded (so it
-    must not be recorded again); the log ends where it ended before (no torn line) and later
-    calls are logged as usual (it raised a raw OSError and left a torn line before)."""
+    """Disk full while writing the audit log: the call is undone as one step (the engine and its
+    checkpoint as before ``record``), the log ends where it ended before (no torn line), and
+    recording the same response again works once the disk has room. It raised a raw OSError and
+    left a torn line at first; then the call stayed recorded and the retry failed ("record()
+    without prepare()")."""
     audit = tmp_path / "audit.jsonl"
     out = _script_output(_AUDIT_FULL, audit)
     assert out["error"] is not None
-    assert "the audit line of call 1 could not be written (File too large)" in out["error"]
-    assert "do not record it again" in out["error"]
-    assert out["calls"] == 2  # the call is recorded
-    assert "record() without prepare()" in out["again"]
-    assert out["lines"] == [0, 2]  # every line whole: call 1's is missing, said so above
+    assert "the audit line of call 6 could not be written (File too large)" in out["error"]
+    assert "the call is undone" in out["error"]
+    assert out["undone"] is True
+    assert out["calls"] == 6
+    assert out["checkpoint_as_before"] is True
+    assert out["lines"] == list(range(8))  # every call logged once, every line whole
+    assert out["resumed_calls"] == 8
 
 
 def _holder(path: Path) -> subprocess.Popen[str]:

@@ -255,6 +255,33 @@ class CheckpointWriter:
             ) from exc
         self._size += len(record)
 
+    @property
+    def size(self) -> int:
+        """Bytes of the file as this writer last left it."""
+        return self._size
+
+    @property
+    def appends(self) -> bool:
+        """The next save appends to the file (else it writes the whole state anew)."""
+        return self._encoder is not None
+
+    def cut_back(self, size: int) -> bool:
+        """Undo the saves since the file was ``size`` bytes (a call whose audit line failed):
+        the file is cut back to it and the next save writes the whole state again. False when
+        the file could not be cut (it then still holds the later saves)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, size)
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        self._size, self._encoder = size, None
+        return True
+
     def _append(self, record: bytes) -> None:
         # Opened per save (no handle left open between saves); one write with the newline last,
         # so a kill mid-write leaves a torn record the reader cuts.

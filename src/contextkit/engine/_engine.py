@@ -154,18 +154,27 @@ def _describe(exc: ValidationError) -> str:
 
 
 class AuditError(ContextkitError):
-    """The audit line of a call could not be written. The call itself is recorded (and
-    checkpointed): ``record`` must not be called again for that response; the audit log ends where
-    it ended before the call (no torn line)."""
+    """The audit line of a call could not be written. The audit log ends where it ended before
+    the call (no torn line), and the call is undone as one step (``undone``): the engine and its
+    checkpoint are as they were before ``record``, so recording the same response again (once the
+    log can be written) works. Where the checkpoint could not be cut back either, the call stays
+    recorded and checkpointed (``undone`` False) and must not be recorded again."""
 
-    def __init__(self, path: Path, call: int, exc: OSError) -> None:
+    def __init__(self, path: Path, call: int, exc: OSError, *, undone: bool = False) -> None:
+        then = (
+            "the call is undone (engine and checkpoint as before it): record the response again "
+            "once the log can be written"
+            if undone
+            else "the call is recorded and checkpointed, so do not record it again"
+        )
         super().__init__(
             f"{path}: the audit line of call {call} could not be written "
-            f"({exc.strerror or exc}); the call is recorded and checkpointed, so do not record "
-            "it again; the audit log ends where it ended before it"
+            f"({exc.strerror or exc}); {then}; the audit log ends where it ended before it"
         )
         self.path = path
         self.call = call
+        self.undone = undone
+        self.os_error = exc
 
 
 class ContextEngine:
@@ -400,10 +409,18 @@ class ContextEngine:
         self._last_request_end = prepared.view.messages[-1] if prepared.view.messages else None
         self._tape = History.of(self._tape).extended((message,))
         self._view = self._view.append(message)
+        writer = self._writer
+        cut = writer.size if writer is not None and writer.appends else None  # an append: cuttable
         self._save(undo)  # one save for the call and the response: never one without the other
         # After the checkpoint: a kill between the two loses an audit line, never makes a resumed
         # loop send a call again that the audit shows as sent.
-        self._audit(call)
+        try:
+            self._audit(call)
+        except AuditError as exc:  # undone as one step where the checkpoint can be cut back
+            if writer is not None and (cut is None or not writer.cut_back(cut)):
+                raise  # the checkpoint holds the call: it stays recorded
+            undo()
+            raise AuditError(exc.path, exc.call, exc.os_error, undone=True) from None
         return verdict(stop_reason, message)
 
     # -- persistence -------------------------------------------------------------------------
