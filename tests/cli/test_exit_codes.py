@@ -100,3 +100,16 @@ def test_a_half_written_transcript_is_read_up_to_its_last_full_line(
         page = (tmp_path / "r.html").read_text(encoding="utf-8")
         assert "Records skipped (1)" in page
         assert "running.jsonl" in page
+
+
+@pytest.mark.corpus
+def test_a_fit_names_the_files_it_could_not_read(corpus: Path, tmp_path: Path) -> None:
+    """``cost --fit``: a file left out of the fit is named on stderr and the exit code is 1 (it
+    was dropped without a word once unreadable files stopped stopping the command)."""
+    folder = _folder(corpus, tmp_path)
+    profile = tmp_path / "p.toml"
+    result = runner.invoke(app, ["cost", "--fit", str(folder), "-o", str(profile)])
+    assert result.exit_code == 1, result.output
+    assert "not read" in _said(result)
+    assert "bad.jsonl" in _said(result)
+    assert profile.exists()

@@ -160,7 +160,9 @@ def cost_command(
         what = _what_ifs(*change, model=what_if_model)
         named = _named(paths, every, profile is not None or fit)
         if fit:
-            _fit(named or [], output, lenient, json_out, format_name, model)
+            unread = _fit(named or [], output, lenient, json_out, format_name, model)
+            if unread:
+                raise typer.Exit(1)
             return
         report = (
             None
@@ -256,7 +258,8 @@ def _fit(
     json_out: bool,
     format_name: str | None = None,
     model: str | None = None,
-) -> None:
+) -> int:
+    """Fit and write the profiles; the number of files that could not be read."""
     from contextkit.estimate import (  # noqa: PLC0415  (loads in the command)
         FIT_TOLERANCE,
         check_fit,
@@ -268,7 +271,13 @@ def _fit(
 
     if not paths or output is None:
         raise ConfigError("--fit needs session PATHs and -o profile.toml")
-    tickets = collect_tickets(paths, lenient=lenient, format=format_name, model=model).tickets
+    read = collect_tickets(paths, lenient=lenient, format=format_name, model=model)
+    for note in read.notes:  # a file left out of the fit is named, never dropped in silence
+        if note.startswith("not read"):
+            _warn(note)
+    tickets = read.tickets
+    if not tickets:
+        raise ConfigError("nothing to fit: no session with model calls was read")
     fitted = fit_profiles(tickets)
     written: list[dict[str, Any]] = []
     for name, profile in fitted.items():
@@ -309,6 +318,7 @@ def _fit(
                 f"{t.money(check.recordings_mean_usd)} ({check.basis}), {check.error:+.1%}",
                 highlight=False,
             )
+    return len(read.unread)
 
 
 def _per_model(output: Path, model: str) -> Path:
