@@ -163,7 +163,8 @@ def test_the_engine_pulls_files_only_as_workers_free_up(fleet: Path) -> None:
 # --- unreadable files ------------------------------------------------------------------------
 
 
-def test_unreadable_files_are_rows_listed_and_exit_2(fleet: Path, tmp_path: Path) -> None:
+def test_unreadable_files_are_rows_listed_and_exit_1(fleet: Path, tmp_path: Path) -> None:
+    """Some files unreadable (the rest read): exit 1, as in every command over many files."""
     folder = tmp_path / "mixed"
     folder.mkdir()
     good = next(fleet.rglob("*.jsonl"))
@@ -175,7 +176,7 @@ def test_unreadable_files_are_rows_listed_and_exit_2(fleet: Path, tmp_path: Path
     result = CliRunner().invoke(
         app, ["compare", str(folder), "-s", "as-recorded", "--out", str(out), "-q", "--json"]
     )
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     doc = json.loads(result.stdout)
     assert [Path(e["path"]).name for e in doc["errors"]] == ["broken.jsonl"]
     assert [Path(e["path"]).name for e in doc["skipped"]] == ["notes.md"]

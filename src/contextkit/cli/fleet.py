@@ -6,8 +6,9 @@ With ``--out``, a command walks its folders lazily and streams one row per sessi
 cores), ``serial`` or ``ray``. Progress goes to stderr (off when stderr is not a terminal, or with
 ``--quiet``). ``--resume`` keeps the rows an interrupted run wrote and computes only the rest.
 Unreadable files are listed on stderr and are rows with ``status`` ``error`` in the output (exit
-code 2 after everything else is written, as without ``--out``). At the end: a table of totals per
-strategy over the whole output (``--json``: the run's summary as one document).
+code 1 after everything else is written, 2 when no file could be read, as without ``--out``). At
+the end: a table of totals per strategy over the whole output (``--json``: the run's summary as
+one document).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast, get_type_hints
 import typer
 
 from contextkit.cli._app import console, err_console, print_json
-from contextkit.cli._paths import discover_here
+from contextkit.cli._paths import discover_here, read_outcome
 
 if TYPE_CHECKING:
     from contextkit.fleet import Engine, FileOutcome, FleetConfig, FleetSummary
@@ -189,8 +190,9 @@ def run_fleet_command(
             )
             raise typer.Exit(130) from None
     _report(summary, config, run.as_json)
-    if summary.errors:
-        raise typer.Exit(2)
+    code = read_outcome(summary.files - len(summary.errors), len(summary.errors))
+    if code:
+        raise typer.Exit(code)
 
 
 def _report(summary: FleetSummary, config: FleetConfig, as_json: bool) -> None:
