@@ -657,3 +657,29 @@ def test_a_retrieval_is_answered_inside_the_call_from_the_tape() -> None:
         assert seen[0].body["tools"][-1]["name"] == RETRIEVE_TOOL_NAME
         assert len(client.engine.calls) == 5
         sdk.close()
+
+
+def test_a_strategy_name_is_taken_and_bad_options_fail_at_wrap() -> None:
+    """``wrap(client, strategy="evict-tool-results")`` was accepted and failed at the first call
+    (``TypeError: 'str' object is not callable``); a negative budget, or one over the window, was
+    accepted in silence. A spec is made a strategy; the rest are clear errors at wrap time."""
+    import anthropic  # noqa: PLC0415
+
+    from contextkit.engine import ContextEngine  # noqa: PLC0415
+    from contextkit.engine.anthropic import wrap as wrap_anthropic  # noqa: PLC0415
+    from contextkit.errors import ConfigError  # noqa: PLC0415
+    from contextkit.strategies import strategy_from_spec  # noqa: PLC0415
+
+    client = anthropic.Anthropic(api_key="test", base_url="http://127.0.0.1:9")
+    wrapped = wrap_anthropic(client, strategy="evict-tool-results")
+    assert wrapped is not None
+    engine = ContextEngine("evict-tool-results")
+    assert engine.strategy == strategy_from_spec("evict-tool-results")  # the preset, made
+    for options, said in (
+        ({"strategy": "no-such-strategy"}, "unknown strategy"),
+        ({"strategy": 42}, "must be a Strategy or a spec"),
+        ({"budget_tokens": -5}, "budget_tokens must be a positive"),
+        ({"budget_tokens": 300_000, "context_window": 200_000}, "over the context window"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            wrap_anthropic(client, **options)

@@ -60,7 +60,7 @@ from contextkit.engine._checkpoint import (
     write_atomic,
 )
 from contextkit.engine._retrieve import answer, retrieval_calls, with_retrieve_tool
-from contextkit.errors import ContextkitError
+from contextkit.errors import ConfigError, ContextkitError
 from contextkit.messages import (
     Block,
     Conversation,
@@ -71,7 +71,7 @@ from contextkit.messages import (
 )
 from contextkit.messages import repair as repair_history
 from contextkit.session import Call, Session, Usage
-from contextkit.strategies import CallFacts, Compacted, Receipt, Strategy
+from contextkit.strategies import CallFacts, Compacted, Receipt, Strategy, strategy_from_spec
 from contextkit.tokens import ApproxCounter, TokenCounter
 
 FINAL_STOPS = frozenset({"end_turn", "stop_sequence"})
@@ -153,6 +153,34 @@ def _describe(exc: ValidationError) -> str:
     return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
 
 
+def engine_strategy(strategy: Strategy | str | None) -> Strategy | None:
+    """A strategy, or a spec of one (a preset name, ``NAME:key=value``, ``a >> b``, a file) made
+    into one; anything else is a :class:`ConfigError` (a name passed where a strategy was
+    expected failed at the first call, far from the mistake)."""
+    if strategy is None or isinstance(strategy, Strategy):
+        return strategy
+    if isinstance(strategy, str):
+        return strategy_from_spec(strategy)
+    raise ConfigError(
+        f"strategy must be a Strategy or a spec such as 'evict-tool-results' (got "
+        f"{type(strategy).__name__})"
+    )
+
+
+def check_budget(budget_tokens: object, context_window: object) -> None:
+    """Budget and window are positive whole numbers of tokens, the budget within the window."""
+    for name, value in (("budget_tokens", budget_tokens), ("context_window", context_window)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{name} must be a positive number of tokens (got {value!r})")
+    assert isinstance(budget_tokens, int)  # checked above
+    assert isinstance(context_window, int)
+    if budget_tokens > context_window:
+        raise ConfigError(
+            f"budget_tokens {budget_tokens:,} is over the context window {context_window:,}: "
+            "no request could reach it"
+        )
+
+
 class AuditError(ContextkitError):
     """The audit line of a call could not be written. The audit log ends where it ended before
     the call (no torn line), and the call is undone as one step (``undone``): the engine and its
@@ -182,7 +210,7 @@ class ContextEngine:
 
     def __init__(
         self,
-        strategy: Strategy | None = None,
+        strategy: Strategy | str | None = None,
         *,
         model: str | None = None,
         system: str | Sequence[Block | Mapping[str, Any]] | None = None,
@@ -199,7 +227,9 @@ class ContextEngine:
         cache_breakpoints: bool = True,
         retrieval: bool = False,
     ) -> None:
-        self.strategy: Strategy = _identity if strategy is None else strategy
+        check_budget(budget_tokens, context_window)
+        chosen = engine_strategy(strategy)
+        self.strategy: Strategy = _identity if chosen is None else chosen
         self.retrieval = retrieval
         """Offer the retrieve tool (:mod:`._retrieve`) in every request, from the first."""
         self.counter = counter or ApproxCounter()
@@ -538,6 +568,8 @@ __all__ = [
     "ContextEngine",
     "Prepared",
     "Verdict",
+    "check_budget",
+    "engine_strategy",
     "verdict",
     "write_atomic",
 ]

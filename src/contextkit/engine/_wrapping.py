@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Protocol, Self
 
 from contextkit.engine._boundary import Api, parse_response, plain, request_body
-from contextkit.engine._engine import ContextEngine, Verdict
+from contextkit.engine._engine import ContextEngine, Verdict, check_budget, engine_strategy
 from contextkit.engine._retrieve import MAX_ROUNDS
 from contextkit.errors import ContextkitError
 from contextkit.messages import Message
@@ -93,12 +93,16 @@ class WrapSession:
     def __init__(
         self,
         dialect: Dialect,
-        strategy: Strategy | None,
+        strategy: Strategy | str | None,
         options: dict[str, Any],
         engine: ContextEngine | None,
     ) -> None:
         self.dialect = dialect
-        self.strategy = strategy
+        self.strategy = engine_strategy(strategy)  # a bad strategy or budget fails here, at wrap
+        if engine is None:
+            check_budget(
+                options.get("budget_tokens", 150_000), options.get("context_window", 200_000)
+            )
         self.options = {"api": dialect.api, **options}
         self.engine = engine
         self.head: dict[str, Any] | None = None

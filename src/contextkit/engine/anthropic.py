@@ -223,7 +223,7 @@ class WrappedClient(ClientProxy):
     def __init__(
         self,
         client: Any,
-        strategy: Strategy | None,
+        strategy: Strategy | str | None,
         options: dict[str, Any],
         engine: ContextEngine | None = None,
     ) -> None:
@@ -246,7 +246,7 @@ class WrappedClient(ClientProxy):
 
 def wrap(
     client: Any,
-    strategy: Strategy | None = None,
+    strategy: Strategy | str | None = None,
     *,
     engine: ContextEngine | None = None,
     **options: Any,

@@ -234,7 +234,7 @@ class WrappedOpenAI(ClientProxy):
     def __init__(
         self,
         client: Any,
-        strategy: Strategy | None,
+        strategy: Strategy | str | None,
         options: dict[str, Any],
         engine: ContextEngine | None = None,
     ) -> None:
@@ -274,7 +274,7 @@ class WrappedOpenAI(ClientProxy):
 
 def wrap(
     client: Any,
-    strategy: Strategy | None = None,
+    strategy: Strategy | str | None = None,
     *,
     engine: ContextEngine | None = None,
     **options: Any,

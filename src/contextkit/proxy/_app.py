@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextkit.engine import check_budget
 from contextkit.errors import ContextkitError
 from contextkit.proxy._apis import (
     MODEL_APIS,
@@ -105,6 +106,8 @@ class Proxy:
     def __init__(
         self, config: ProxyConfig, *, on_line: Callable[[str], None] | None = None
     ) -> None:
+        if config.strategy is not None:  # a bad budget fails at start, not at the first call
+            check_budget(config.budget_tokens, config.context_window)
         self.config = config
         self.upstream = config.upstream.rstrip("/")
         self.on_line = on_line
