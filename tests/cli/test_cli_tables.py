@@ -93,9 +93,12 @@ def test_compare_folder_fits_with_totals_and_best(corpus: Path) -> None:
         _fits(out, width)
         assert f"totals over {len(sessions)} session(s)" in out
         assert "best" in out
-        bills = [r["summary"]["cost_usd"] for r in rows if r["strategy"] == "as-recorded"]
-        _whole(out, [tables.money(c) for c in bills])
-        _whole(out, [tables.money(sum(bills))])
+        recorded = [r["summary"] for r in rows if r["strategy"] == "as-recorded"]
+        alike = [s["simulated_cost_usd"] or s["cost_usd"] for s in recorded]
+        _whole(out, [tables.money(c) for c in alike])  # per session: priced as the strategies
+        bills = [s["cost_usd"] for s in recorded]
+        _whole(out, [tables.money(sum(bills))])  # the totals: the recorded bill
+        assert "the recorded bill: $" in out
         for strategy in ("none", "evict-tool-results"):
             total = sum(r["summary"]["cost_usd"] for r in rows if r["strategy"] == strategy)
             _whole(out, [tables.money(total)])

@@ -406,6 +406,9 @@ def _print_compare(
     if base:
         console.print(f"paths under {base}", highlight=False, markup=False, soft_wrap=True)
     console.print(_sessions_table(sessions, base, wide))
+    overall = _overall(sessions)
+    if overall:
+        console.print(overall, highlight=False)
     console.print(_totals_table(sessions, strategies, wide))
     if wide:
         console.print(_detail_table(rows, base))
@@ -427,9 +430,14 @@ def _sessions_table(
 
     from contextkit.replay import best_strategy, savings, total  # noqa: PLC0415
 
-    tab = t.table("per session (replay keeps the recorded responses)")
+    tab = t.table(
+        "per session (replay keeps the recorded responses)",
+        caption="as-rec: the recorded requests priced by the same simulator as every strategy "
+        "(the basis of each saving); the recorded bill is in compare --json and in the line "
+        "below",
+    )
     t.label_column(tab, "session")
-    for header in ("calls", "as-\nrecorded", "none"):
+    for header in ("calls", "as-rec", "none"):
         t.number_column(tab, header)
     t.label_column(tab, "best")
     t.number_column(tab, "best cost\n+ recovery")
@@ -442,7 +450,8 @@ def _sessions_table(
         if session_id and session_id not in shown:  # a Claude Code file is named by its id
             name += f" {session_id[:8]}"
         best = best_strategy(by)
-        bill = by.get(AS_RECORDED, {}).get("cost_usd")
+        recorded = by.get(AS_RECORDED, {})
+        bill = recorded.get("simulated_cost_usd") or recorded.get("cost_usd")
         best_cost = total(by[best]) if best else None
         saved = savings(by).get(best, {}) if best else {}
         none = "-"
@@ -461,6 +470,32 @@ def _sessions_table(
             t.percent(saved.get("vs_none")),
         )
     return tab
+
+
+def _overall(sessions: dict[tuple[str, str | None], dict[str, Any]]) -> str:
+    """One line: what the best strategy of each session saves over them all, in dollars, against
+    the as-recorded requests priced alike (and the recorded bill beside it)."""
+    from contextkit.replay import best_strategy, total  # noqa: PLC0415
+
+    best_sum = simulated = bill = 0.0
+    counted = 0
+    for entry in sessions.values():
+        by = entry["by"]
+        best, recorded = best_strategy(by), by.get(AS_RECORDED)
+        cost = total(by[best]) if best else None
+        base = (recorded or {}).get("simulated_cost_usd") or (recorded or {}).get("cost_usd")
+        if cost is None or base is None or recorded is None:
+            continue
+        best_sum, simulated, counted = best_sum + cost, simulated + base, counted + 1
+        bill += recorded.get("cost_usd") or base
+    if not counted or not simulated:
+        return ""
+    saved = simulated - best_sum
+    return (
+        f"over {counted} session(s) the best of each costs ${best_sum:,.2f} with recovery, "
+        f"against ${simulated:,.2f} as recorded (priced alike): ${saved:,.2f} saved "
+        f"({-saved / simulated:+.0%}); the recorded bill: ${bill:,.2f}"
+    )
 
 
 def _totals_table(
