@@ -54,6 +54,7 @@ def _engine() -> ContextEngine:
         tools=TOOLS,
         counter=FixedCounter(),
         budget_tokens=10_000_000,  # eviction by keep_last only: the view keeps its length
+        context_window=10_000_000,  # (a budget may not exceed the window)
     )
     engine.add(*_history(VIEW_MESSAGES))
     engine.counter.count_conversation(engine.view)  # memoise, as earlier calls would have
