@@ -23,7 +23,7 @@ shortfall is at least :data:`MIN_GAP_TOKENS` and :data:`MIN_GAP_SHARE` of the re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contextkit.cache import PrefixPart, strip_prior_thinking
@@ -144,16 +144,24 @@ def _filled(gap: CompactionGap, counter: TokenCounter) -> Message:
     return Message(role=gap.summary.role, content=(*gap.summary.blocks, block))
 
 
-def filler(tokens: int, counter: TokenCounter) -> str:
-    """A text of about ``tokens`` tokens under ``counter`` (within a few tokens)."""
+def filler(
+    tokens: int,
+    counter: TokenCounter,
+    *,
+    word: str = _FILLER_WORD,
+    count: Callable[[str], int] | None = None,
+) -> str:
+    """A text of about ``tokens`` tokens under ``counter`` (within a few tokens): ``word``
+    repeated; ``count`` measures a text where it is not counted as plain text (thinking)."""
+    measure = count or counter.count_text
     words = max(tokens, 1)
-    text = _FILLER_WORD * words
+    text = word * words
     for _ in range(4):  # the count is near linear in the words: a few secant steps
-        got = counter.count_text(text)
+        got = measure(text)
         if got == tokens or got <= 0:
             break
         words = max(round(words * tokens / got), 1)
-        text = _FILLER_WORD * words
+        text = word * words
     return text
 
 

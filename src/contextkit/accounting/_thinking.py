@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from contextkit.accounting._gaps import filler
 from contextkit.messages import Block, Conversation, Message, ThinkingBlock
 from contextkit.session import Session
 from contextkit.tokens import TokenCounter
@@ -83,15 +84,12 @@ def omitted_thinking(session: Session, counter: TokenCounter) -> dict[str, int]:
 def thinking_text(tokens: int, counter: TokenCounter) -> str:
     """Thinking text that ``counter`` counts as about ``tokens`` tokens (thinking may be scaled
     apart from other text)."""
-    words = max(tokens, 1)
-    text = _FILLER_WORD * words
-    for _ in range(4):  # near linear in the words: a few secant steps
-        got = counter.count_block(ThinkingBlock(thinking=text))
-        if got == tokens or got <= 0:
-            break
-        words = max(round(words * tokens / got), 1)
-        text = _FILLER_WORD * words
-    return text
+    return filler(
+        tokens,
+        counter,
+        word=_FILLER_WORD,
+        count=lambda text: counter.count_block(ThinkingBlock(thinking=text)),
+    )
 
 
 def with_thinking(
